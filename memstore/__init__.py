@@ -1,0 +1,78 @@
+"""memstore: persistent, multi-session working memory for LLM agents.
+
+Public API (SPEC 8); everything not listed in ``__all__`` may change between releases.
+"""
+
+from __future__ import annotations
+
+from memstore.config import Settings
+from memstore.errors import (
+    CompactionConflictError,
+    ConfigurationError,
+    ConflictError,
+    EstimatorMismatchError,
+    IdempotencyConflictError,
+    KindRoleMismatchError,
+    LockTimeoutError,
+    MemstoreError,
+    NotADatabaseError,
+    NotFoundError,
+    ReadOnlyDatabaseError,
+    SchemaError,
+    SchemaOutdatedError,
+    SchemaTooNewError,
+    SessionNotFoundError,
+    StorageError,
+    StorageFullError,
+    ValidationError,
+)
+from memstore.model import (
+    CompactionReport,
+    MemoryItem,
+    MemoryKind,
+    MemoryLimits,
+    MemoryRole,
+    Priority,
+)
+from memstore.store import MemoryStore, SessionMemory
+from memstore.summarizers import ExtractiveSummarizer, OpenAISummarizer
+from memstore.tokens import ByteEstimator, TiktokenEstimator, TokenEstimator, WordEstimator
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ByteEstimator",
+    "CompactionConflictError",
+    "CompactionReport",
+    "ConfigurationError",
+    "ConflictError",
+    "EstimatorMismatchError",
+    "ExtractiveSummarizer",
+    "IdempotencyConflictError",
+    "KindRoleMismatchError",
+    "LockTimeoutError",
+    "MemoryItem",
+    "MemoryKind",
+    "MemoryLimits",
+    "MemoryRole",
+    "MemoryStore",
+    "MemstoreError",
+    "NotADatabaseError",
+    "NotFoundError",
+    "OpenAISummarizer",
+    "Priority",
+    "ReadOnlyDatabaseError",
+    "SchemaError",
+    "SchemaOutdatedError",
+    "SchemaTooNewError",
+    "SessionMemory",
+    "SessionNotFoundError",
+    "Settings",
+    "StorageError",
+    "StorageFullError",
+    "TiktokenEstimator",
+    "TokenEstimator",
+    "ValidationError",
+    "WordEstimator",
+    "__version__",
+]

@@ -1,0 +1,136 @@
+"""Settings: the one place that reads environment variables.
+
+Everything tunable lives in :class:`Settings`, a frozen dataclass built from the environment
+(:meth:`Settings.from_env`) or by hand. Validation names the setting (and its variable) so that
+a typo in a deployment fails at start-up with a message an operator can act on.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from memstore.errors import ConfigurationError
+
+#: SPEC 2.2 defaults: compaction starts at 1500 estimated tokens and finishes at 900.
+DEFAULT_HARD_LIMIT = 1500
+DEFAULT_TARGET_LIMIT = 900
+DEFAULT_KEEP_RECENT = 4
+#: One MiB of UTF-8 per item: larger blobs belong in files, not in a model's context.
+DEFAULT_MAX_ITEM_BYTES = 1 << 20
+#: Five seconds: long enough to queue behind a compaction commit, short enough to surface a
+#: stuck writer to the caller as LockTimeoutError instead of hanging an agent turn.
+DEFAULT_BUSY_TIMEOUT_S = 5.0
+#: A summarizer gets this long before its answer is abandoned and recorded as an error.
+DEFAULT_SUMMARIZER_TIMEOUT_S = 30.0
+#: The compaction lease must outlive a summarizer call, or a slow model would let a second
+#: worker start a duplicate (wasted) summarization.
+DEFAULT_LEASE_S = 60.0
+#: FULL: an acknowledged append survives power loss, not only a crash of the process.
+DEFAULT_SQLITE_SYNCHRONOUS = "FULL"
+DEFAULT_DB = "memstore.db"
+
+_SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+
+def require_int(name: str, value: object, *, minimum: int | None = None) -> int:
+    """Return ``value`` if it is a real int (not a bool) at least ``minimum``.
+
+    Raises:
+        ConfigurationError: naming ``name`` otherwise.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigurationError(name, f"must be an integer, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ConfigurationError(name, f"must be >= {minimum}, got {value}")
+    return value
+
+
+def require_positive_float(name: str, value: object) -> float:
+    """Return ``value`` as a float if it is a positive number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ConfigurationError(name, f"must be a positive number, got {value!r}")
+    return float(value)
+
+
+def env_int(env: Mapping[str, str], var: str, default: int) -> int:
+    """Read an integer environment variable; a non-integer names the variable."""
+    raw = env.get(var)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise ConfigurationError(var, f"must be an integer, got {raw!r}") from None
+
+
+def _env_float(env: Mapping[str, str], var: str, default: float) -> float:
+    raw = env.get(var)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return require_positive_float(var, float(raw))
+    except ValueError:
+        raise ConfigurationError(var, f"must be a number, got {raw!r}") from None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Store-wide settings (per-session limits live in :class:`memstore.MemoryLimits`).
+
+    Attributes:
+        max_item_bytes: Largest item content accepted, in UTF-8 bytes (``MEMSTORE_MAX_ITEM_BYTES``).
+        busy_timeout_s: How long a writer waits for the lock (``MEMSTORE_BUSY_TIMEOUT``).
+        summarizer_timeout_s: Budget of one summarizer call (``MEMSTORE_SUMMARIZER_TIMEOUT``).
+        lease_s: Compaction lease length (``MEMSTORE_LEASE_SECONDS``).
+        sqlite_synchronous: SQLite ``synchronous`` pragma (``MEMSTORE_SQLITE_SYNCHRONOUS``).
+    """
+
+    max_item_bytes: int = DEFAULT_MAX_ITEM_BYTES
+    busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S
+    summarizer_timeout_s: float = DEFAULT_SUMMARIZER_TIMEOUT_S
+    lease_s: float = DEFAULT_LEASE_S
+    sqlite_synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS
+
+    def __post_init__(self) -> None:
+        require_int("max_item_bytes", self.max_item_bytes, minimum=1)
+        require_positive_float("busy_timeout_s", self.busy_timeout_s)
+        require_positive_float("summarizer_timeout_s", self.summarizer_timeout_s)
+        require_positive_float("lease_s", self.lease_s)
+        if self.sqlite_synchronous.upper() not in _SYNCHRONOUS_MODES:
+            raise ConfigurationError(
+                "sqlite_synchronous",
+                f"must be one of {', '.join(_SYNCHRONOUS_MODES)}, got {self.sqlite_synchronous!r}",
+            )
+        object.__setattr__(self, "sqlite_synchronous", self.sqlite_synchronous.upper())
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """Build settings from ``MEMSTORE_*`` environment variables (defaults otherwise)."""
+        env = os.environ if env is None else env
+        return cls(
+            max_item_bytes=env_int(env, "MEMSTORE_MAX_ITEM_BYTES", DEFAULT_MAX_ITEM_BYTES),
+            busy_timeout_s=_env_float(env, "MEMSTORE_BUSY_TIMEOUT", DEFAULT_BUSY_TIMEOUT_S),
+            summarizer_timeout_s=_env_float(
+                env, "MEMSTORE_SUMMARIZER_TIMEOUT", DEFAULT_SUMMARIZER_TIMEOUT_S
+            ),
+            lease_s=_env_float(env, "MEMSTORE_LEASE_SECONDS", DEFAULT_LEASE_S),
+            sqlite_synchronous=env.get("MEMSTORE_SQLITE_SYNCHRONOUS", DEFAULT_SQLITE_SYNCHRONOUS),
+        )
+
+
+def default_database(env: Mapping[str, str] | None = None) -> str:
+    """The database the CLI and ``alembic`` use: ``MEMSTORE_DB`` or ``./memstore.db``."""
+    env = os.environ if env is None else env
+    return env.get("MEMSTORE_DB") or DEFAULT_DB
+
+
+def fault_point(name: str) -> None:
+    """Crash the process here if ``MEMSTORE_FAULT`` names this point (crash-safety tests).
+
+    ``MEMSTORE_FAULT=after-snapshot`` makes a worker die with ``os._exit(137)`` (as kill -9
+    would leave it) when it reaches that point; unset, this is one dict lookup.
+    """
+    if os.environ.get("MEMSTORE_FAULT") == name:
+        os._exit(137)

@@ -1,0 +1,11 @@
+"""The only package that imports SQLAlchemy: engine, tables, migrations and queries.
+
+Callers get plain values (:mod:`memstore.model`) and memstore errors; no SQLAlchemy object or
+exception crosses this boundary.
+"""
+
+from __future__ import annotations
+
+from memstore.db.engine import Database, open_database
+
+__all__ = ["Database", "open_database"]

@@ -1,0 +1,190 @@
+"""Engines: URL handling, SQLite pragmas and transaction modes, process ownership.
+
+SQLite specifics, and why:
+
+* ``journal_mode=WAL``: readers never block the writer and the writer never blocks readers.
+* ``BEGIN IMMEDIATE`` for every write transaction: it takes the write lock up front, so a
+  read-then-write transaction can never fail half-way with SQLITE_BUSY_SNAPSHOT (which the
+  busy handler cannot retry). Reads use a plain (deferred) ``BEGIN``: a consistent snapshot.
+  pysqlite's own transaction handling is switched off (``isolation_level=None``) so that
+  these statements are the only ones that open transactions.
+* ``busy_timeout``: a writer waits this long for the lock, then gets :class:`LockTimeoutError`.
+* ``synchronous``: FULL by default, see :mod:`memstore.config`.
+* ``foreign_keys=ON``: SQLite ignores foreign keys unless told otherwise, per connection.
+
+A connection belongs to the process that opened it: the pool refuses, on checkout, a
+connection inherited through ``fork`` and opens a fresh one instead (SQLAlchemy's recipe).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event, exc
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from memstore.config import Settings
+from memstore.db.errors import translate_errors
+from memstore.errors import NotADatabaseError, StorageError, ValidationError
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+_WRITE = "memstore_write"
+_ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg"}
+
+
+def normalize_url(url_or_path: str | os.PathLike[str]) -> str:
+    """A SQLAlchemy async URL for ``url_or_path``.
+
+    A plain path becomes ``sqlite+aiosqlite:///<absolute path>``; ``sqlite://`` and
+    ``postgresql://`` get their async driver; other URLs pass through unchanged.
+    """
+    raw = os.fspath(url_or_path)
+    if not isinstance(raw, str) or not raw.strip():
+        raise ValidationError("db", "must be a database URL or a file path")
+    if "://" not in raw:
+        return f"sqlite+aiosqlite:///{Path(raw).expanduser().resolve()}"
+    url = make_url(raw)
+    if url.drivername in _ASYNC_DRIVERS:
+        url = url.set(drivername=_ASYNC_DRIVERS[url.drivername])
+    return url.render_as_string(hide_password=False)
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file behind a SQLite URL (``None`` for other backends or in-memory databases)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database)
+
+
+def prepare_sqlite_file(path: Path) -> None:
+    """Refuse a file that is not a database; create a new one readable by its owner only.
+
+    The header is checked *before* SQLite opens the file: SQLite would happily turn an empty
+    page into WAL mode, and we never write to a file that was not ours.
+    """
+    if path.exists():
+        if path.is_dir():
+            raise NotADatabaseError(f"{path} is a directory, not an SQLite database")
+        with translate_errors(), path.open("rb") as handle:
+            header = handle.read(len(SQLITE_HEADER))
+        if header and header != SQLITE_HEADER:
+            raise NotADatabaseError(f"{path} is not an SQLite database (left untouched)")
+        return
+    if not path.parent.is_dir():
+        raise StorageError(f"directory {path.parent} does not exist")
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        os.close(fd)
+    except FileExistsError:
+        pass  # another process created it first: fine, it is the same database
+    except OSError as error:
+        raise StorageError(f"cannot create {path}: {error.strerror}") from None
+
+
+def _install_sqlite_listeners(engine: AsyncEngine, settings: Settings) -> None:
+    busy_ms = int(settings.busy_timeout_s * 1000)
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves (module docstring)
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {busy_ms}")
+            cursor.execute("PRAGMA foreign_keys = ON")
+            cursor.execute(f"PRAGMA synchronous = {settings.sqlite_synchronous}")
+            cursor.execute("PRAGMA journal_mode")
+            if cursor.fetchone()[0].lower() != "wal":
+                cursor.execute("PRAGMA journal_mode = WAL")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        write = connection.get_execution_options().get(_WRITE, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def _install_fork_guard(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _remember_pid(_dbapi: Any, record: Any) -> None:
+        record.info["pid"] = os.getpid()
+
+    @event.listens_for(engine.sync_engine, "checkout")
+    def _refuse_foreign(_dbapi: Any, record: Any, proxy: Any) -> None:
+        if record.info.get("pid") != os.getpid():
+            # Inherited through fork: never touch it (its socket or thread is the parent's).
+            record.dbapi_connection = proxy.dbapi_connection = None
+            raise exc.DisconnectionError("connection belongs to another process")
+
+
+class Database:
+    """An async engine plus the two transaction kinds memstore uses.
+
+    Args:
+        engine: The engine; build it with :func:`open_database`, or inject your own
+            (pragmas and listeners are installed on it).
+        settings: Timeouts and SQLite durability.
+    """
+
+    def __init__(self, engine: AsyncEngine, settings: Settings) -> None:
+        self.engine = engine
+        self.settings = settings
+        self.dialect = engine.dialect.name
+        if self.dialect == "sqlite":
+            _install_sqlite_listeners(engine, settings)
+        _install_fork_guard(engine)
+        self._writer = engine.execution_options(**{_WRITE: True})
+
+    @property
+    def url(self) -> str:
+        """The URL, password hidden."""
+        return self.engine.url.render_as_string(hide_password=True)
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncConnection]:
+        """A read transaction: one consistent snapshot of the database."""
+        with translate_errors():
+            async with self.engine.connect() as conn:
+                async with conn.begin():
+                    yield conn
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[AsyncConnection]:
+        """A write transaction (SQLite: ``BEGIN IMMEDIATE``); commits on success."""
+        with translate_errors():
+            async with self._writer.connect() as conn:
+                async with conn.begin():
+                    yield conn
+
+    async def close(self) -> None:
+        """Close every pooled connection."""
+        with translate_errors():
+            await self.engine.dispose()
+
+
+def create_engine_for(url: str, settings: Settings) -> AsyncEngine:
+    """An :class:`AsyncEngine` configured for memstore's access pattern."""
+    kwargs: dict[str, Any] = {}
+    if make_url(url).get_backend_name() == "sqlite":
+        kwargs["connect_args"] = {"timeout": settings.busy_timeout_s}
+    else:
+        kwargs["pool_pre_ping"] = True
+    try:
+        return create_async_engine(url, **kwargs)
+    except (exc.ArgumentError, exc.NoSuchModuleError, ImportError) as error:
+        raise ValidationError("db", f"unsupported database URL ({error})") from None
+
+
+def open_database(url_or_path: str | os.PathLike[str], settings: Settings) -> Database:
+    """Check the target (SQLite: header, permissions) and build a :class:`Database`."""
+    url = normalize_url(url_or_path)
+    path = sqlite_path(url)
+    if path is not None:
+        prepare_sqlite_file(path)
+    return Database(create_engine_for(url, settings), settings)

@@ -1,0 +1,91 @@
+"""Driver errors -> memstore errors, at the boundary (one place, one table).
+
+SQLAlchemy wraps the driver's exception; its text includes the SQL statement and, on
+PostgreSQL, row values, so messages are rebuilt from the classification alone: a stored
+message's content never leaks into an error message or a log line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import exc as sa_exc
+
+from memstore.errors import (
+    LockTimeoutError,
+    MemstoreError,
+    NotADatabaseError,
+    ReadOnlyDatabaseError,
+    StorageError,
+    StorageFullError,
+)
+
+# (substring of the SQLite message, memstore error, message we show)
+_SQLITE_PATTERNS: tuple[tuple[str, type[StorageError], str], ...] = (
+    ("database is locked", LockTimeoutError, "the database stayed locked past the busy timeout"),
+    ("database table is locked", LockTimeoutError, "a table stayed locked past the busy timeout"),
+    ("file is not a database", NotADatabaseError, "the file is not an SQLite database"),
+    ("malformed", NotADatabaseError, "the database file is corrupt (malformed)"),
+    ("readonly database", ReadOnlyDatabaseError, "the database is read-only"),
+    ("read-only", ReadOnlyDatabaseError, "the database is read-only"),
+    ("database or disk is full", StorageFullError, "the disk (or database) is full"),
+    ("unable to open database", StorageError, "the database file cannot be opened"),
+    ("disk i/o error", StorageError, "disk I/O error"),
+)
+# PostgreSQL SQLSTATE classes (asyncpg and psycopg both expose ``sqlstate``).
+_PG_STATES: dict[str, tuple[type[StorageError], str]] = {
+    "55P03": (LockTimeoutError, "a row or table lock was not granted in time"),
+    "57014": (LockTimeoutError, "the statement was cancelled by a timeout"),
+    "40001": (LockTimeoutError, "serialization failure under concurrent writers"),
+    "40P01": (LockTimeoutError, "deadlock detected between concurrent writers"),
+    "53100": (StorageFullError, "the disk is full"),
+    "25006": (ReadOnlyDatabaseError, "the database is read-only"),
+    "57P03": (StorageError, "the server is not accepting connections yet"),
+}
+
+
+def _sqlstate(orig: BaseException | None) -> str | None:
+    for attr in ("sqlstate", "pgcode"):
+        value = getattr(orig, attr, None)
+        if isinstance(value, str):
+            return value
+    cause = getattr(orig, "__cause__", None)
+    if cause is not None and cause is not orig:
+        return _sqlstate(cause)
+    return None
+
+
+def classify(error: BaseException) -> StorageError:
+    """The memstore error for a SQLAlchemy/driver error (without raising it)."""
+    orig = getattr(error, "orig", None) or error
+    state = _sqlstate(orig)
+    if state in _PG_STATES:
+        kind, text = _PG_STATES[state]
+        return kind(text)
+    message = str(orig).lower()
+    for needle, kind, text in _SQLITE_PATTERNS:
+        if needle in message:
+            return kind(text)
+    if isinstance(error, sa_exc.IntegrityError):
+        return StorageError("a database constraint was violated")
+    # First line only, type name first: enough to diagnose, no statement, no values.
+    first_line = str(orig).splitlines()[0][:200] if str(orig) else ""
+    return StorageError(f"database error ({type(orig).__name__}): {first_line}")
+
+
+@contextmanager
+def translate_errors() -> Iterator[None]:
+    """Re-raise any SQLAlchemy or driver error as a :class:`~memstore.errors.StorageError`."""
+    try:
+        yield
+    except MemstoreError:
+        raise
+    except (sa_exc.SQLAlchemyError, OSError) as error:
+        raise classify(error) from error
+    except Exception as error:
+        # Drivers raise their own classes for some failures (asyncpg before SQLAlchemy wraps
+        # them, sqlite3 during connect); anything with a DB-API shape is translated too.
+        if type(error).__module__.split(".")[0] in {"sqlite3", "asyncpg", "psycopg", "aiosqlite"}:
+            raise classify(error) from error
+        raise

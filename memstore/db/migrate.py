@@ -1,0 +1,105 @@
+"""Schema versions: find the migrations, read the database's revision, upgrade or refuse.
+
+The migrations live in the repository's top-level ``migrations/`` folder; the wheel carries
+them as the ``memstore._migrations`` package (see ``pyproject.toml``), so a plain
+``pip install`` can create and upgrade databases without the checkout.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from alembic.util.exc import CommandError
+from sqlalchemy import Connection, text
+
+from memstore.db.engine import Database
+from memstore.errors import SchemaOutdatedError, SchemaTooNewError, StorageError
+
+
+def migrations_dir() -> Path:
+    """The Alembic script directory: the installed package, else the source checkout's."""
+    spec = importlib.util.find_spec("memstore._migrations")
+    if spec is not None and spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    checkout = Path(__file__).resolve().parents[2] / "migrations"
+    if (checkout / "env.py").is_file():
+        return checkout
+    raise StorageError("memstore's migrations are missing from this installation")
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    """An Alembic config pointing at our migrations (and, if given, at ``connection``)."""
+    config = Config()
+    config.set_main_option("script_location", str(migrations_dir()))
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+def head_revision() -> str:
+    """The newest revision this code knows."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None, "the migrations folder has no revisions"
+    return head
+
+
+def current_revision(connection: Connection) -> str | None:
+    """The database's revision, ``None`` for an empty database."""
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def _check_and_upgrade(connection: Connection, upgrade: bool) -> str | None:
+    current = current_revision(connection)
+    script = ScriptDirectory.from_config(alembic_config())
+    head = script.get_current_head()
+    if current == head:
+        return None
+    if current is not None:
+        try:
+            script.get_revision(current)
+        except CommandError:
+            raise SchemaTooNewError(
+                f"the database schema ({current}) is newer than this memstore ({head}); "
+                "upgrade memstore to use it"
+            ) from None
+    if not upgrade:
+        raise SchemaOutdatedError(
+            f"the database schema ({current or 'empty'}) is older than this memstore ({head}); "
+            "run `memstore db upgrade`"
+        )
+    command.upgrade(alembic_config(connection), "head")
+    return head
+
+
+async def ensure_schema(database: Database, *, upgrade: bool = True) -> str | None:
+    """Bring the schema to head, or refuse (newer schema, or ``upgrade=False``).
+
+    The revision is first read without locking; only when an upgrade is needed is the write
+    lock taken (and the revision read again under it), so concurrent openers of a new
+    database run the migrations once.
+
+    Returns:
+        The revision upgraded to, or ``None`` when the schema was already at head.
+    """
+    async with database.read() as conn:
+        current = await conn.run_sync(current_revision)
+    if current == head_revision():
+        return None
+    async with database.write() as conn:
+        if database.dialect == "postgresql":
+            # Concurrent first opens would race on CREATE TABLE; serialize them.
+            await conn.execute(text("SELECT pg_advisory_xact_lock(7243520190)"))
+        result: Any = await conn.run_sync(_check_and_upgrade, upgrade)
+        return result  # type: ignore[no-any-return]
+
+
+async def database_revision(database: Database) -> str | None:
+    """The revision the database is at (``None``: empty)."""
+    async with database.read() as conn:
+        return await conn.run_sync(current_revision)

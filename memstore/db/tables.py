@@ -1,0 +1,184 @@
+"""The schema, declared once (SQLAlchemy Core). Alembic migrations must produce exactly this.
+
+Design notes:
+
+* ``sessions`` carries cached aggregates (``active_items``, ``active_tokens``, the current
+  summary and its tokens) so an append updates one row instead of re-counting the session,
+  and a snapshot is two indexed reads whatever the history length.
+* ``sessions.version`` is both the optimistic-concurrency token and the session's event clock:
+  every append and every compaction increments it, and items, summaries and compactions
+  record the version they were committed at, which is what replay orders by.
+* Nothing is deleted by compaction: a removed item keeps its row with ``fate`` and the
+  compaction number (``removed_by``) that removed it; the composite foreign key makes a fate
+  that points at a compaction that never committed impossible.
+* The partial index on active items keeps snapshot reads flat as the history grows.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on every backend (SQLite stores them naive)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        value = value.astimezone(timezone.utc)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)  # type: ignore[no-any-return]
+        return value.astimezone(timezone.utc)  # type: ignore[no-any-return]
+
+
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("id", String(128), primary_key=True),
+    Column("version", Integer, nullable=False),
+    Column("estimator", String(64), nullable=False),
+    Column("last_seq", Integer, nullable=False),
+    Column("active_items", Integer, nullable=False),
+    Column("active_tokens", Integer, nullable=False),
+    Column("user_turns", Integer, nullable=False),
+    Column("compaction_count", Integer, nullable=False),
+    Column("summary", Text, nullable=True),
+    Column("summary_tokens", Integer, nullable=True),
+    Column("hard_limit", Integer, nullable=False),
+    Column("target_limit", Integer, nullable=False),
+    Column("keep_recent", Integer, nullable=False),
+    Column("lease_owner", String(200), nullable=True),
+    Column("lease_token", Integer, nullable=False),
+    Column("lease_expires_at", Float, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+compactions = Table(
+    "compactions",
+    metadata,
+    Column("session_id", String(128), ForeignKey("sessions.id", ondelete="CASCADE")),
+    Column("number", Integer, nullable=False),
+    Column("snapshot_version", Integer, nullable=False),
+    Column("committed_version", Integer, nullable=False),
+    Column("trigger", String(32), nullable=False),
+    Column("before_tokens", Integer, nullable=False),
+    Column("after_tokens", Integer, nullable=False),
+    Column("items_dropped", Integer, nullable=False),
+    Column("items_summarized", Integer, nullable=False),
+    Column("items_evicted", Integer, nullable=False),
+    Column("summary_action", String(16), nullable=False),
+    Column("summary_tokens", Integer, nullable=True),
+    Column("summary_error", Text, nullable=True),
+    Column("summarizer", String(200), nullable=True),
+    Column("worker_host", String(255), nullable=False),
+    Column("worker_pid", Integer, nullable=False),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("finished_at", UTCDateTime, nullable=False),
+    Column("summarize_seconds", Float, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("hard_limit", Integer, nullable=False),
+    Column("target_limit", Integer, nullable=False),
+    Column("keep_recent", Integer, nullable=False),
+    Column("usage", JSON, nullable=True),
+    PrimaryKeyConstraint("session_id", "number"),
+)
+
+items = Table(
+    "items",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column(
+        "session_id",
+        String(128),
+        ForeignKey("sessions.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("seq", Integer, nullable=False),
+    Column("role", String(16), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("priority", Integer, nullable=False),
+    Column("content", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("estimated_tokens", Integer, nullable=False),
+    Column("added_version", Integer, nullable=False),
+    Column("idempotency_key", String(200), nullable=True),
+    Column("fate", String(16), nullable=True),
+    Column("removed_by", Integer, nullable=True),
+    Column("removed_version", Integer, nullable=True),
+    Column("version", Integer, nullable=False),
+    UniqueConstraint("session_id", "seq"),
+    UniqueConstraint("session_id", "idempotency_key"),
+    ForeignKeyConstraint(
+        ["session_id", "removed_by"],
+        ["compactions.session_id", "compactions.number"],
+        name="fk_items_removed_by_compactions",
+        ondelete="CASCADE",
+    ),
+    Index(
+        "ix_items_active",
+        "session_id",
+        "seq",
+        sqlite_where=text("fate IS NULL"),
+        postgresql_where=text("fate IS NULL"),
+    ),
+    Index("ix_items_removed", "session_id", "removed_by"),
+)
+
+summaries = Table(
+    "summaries",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("session_id", String(128), nullable=False),
+    Column("compaction_number", Integer, nullable=False),
+    Column("content", Text, nullable=False),
+    Column("estimated_tokens", Integer, nullable=False),
+    Column("created_version", Integer, nullable=False),
+    ForeignKeyConstraint(
+        ["session_id", "compaction_number"],
+        ["compactions.session_id", "compactions.number"],
+        name="fk_summaries_compaction",
+        ondelete="CASCADE",
+    ),
+    Index("ix_summaries_session", "session_id", "compaction_number"),
+)

@@ -1,0 +1,154 @@
+"""The memstore error tree.
+
+Every failure memstore expects is a :class:`MemstoreError`; callers can catch the root or a
+branch. Context travels as attributes (``field``, ``session_id``, ``expected``, ``actual``)
+so that programs never parse messages. Builtin bases are added where they help callers
+(``except ValueError`` still catches a validation error)::
+
+    MemstoreError
+    ├── ValidationError (ValueError)          bad input; .field names it
+    │   ├── KindRoleMismatchError             kind and role disagree
+    │   └── ConfigurationError                invalid limits or settings
+    ├── NotFoundError (LookupError)
+    │   └── SessionNotFoundError
+    ├── ConflictError                         a compare-and-set lost; .expected / .actual
+    │   ├── CompactionConflictError           another compaction committed first
+    │   ├── IdempotencyConflictError          same key, different content
+    │   └── EstimatorMismatchError            session counted by another estimator
+    └── StorageError                          the database refused or failed
+        ├── NotADatabaseError                 the file is not an SQLite database (untouched)
+        ├── ReadOnlyDatabaseError
+        ├── StorageFullError
+        ├── LockTimeoutError (TimeoutError)   busy timeout elapsed
+        └── SchemaError
+            ├── SchemaTooNewError             written by a newer memstore
+            └── SchemaOutdatedError           older schema and upgrades were disabled
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class MemstoreError(Exception):
+    """Root of every error memstore raises on purpose."""
+
+
+class ValidationError(MemstoreError, ValueError):
+    """An argument was rejected before anything was written.
+
+    Attributes:
+        field: The name of the offending argument or setting.
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+class KindRoleMismatchError(ValidationError):
+    """The item's kind does not allow its role (SPEC 2.1)."""
+
+    def __init__(self, kind: str, role: str, allowed: tuple[str, ...]) -> None:
+        super().__init__(
+            "role",
+            f"kind {kind} requires role {' or '.join(allowed)}, got {role!r}",
+        )
+        self.kind = kind
+        self.role = role
+
+
+class ConfigurationError(ValidationError):
+    """A limit or setting is invalid; ``field`` names the setting."""
+
+
+class NotFoundError(MemstoreError, LookupError):
+    """Something that was asked for does not exist."""
+
+
+class SessionNotFoundError(NotFoundError):
+    """No session with this id has been written yet."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id!r} does not exist")
+        self.session_id = session_id
+
+
+class ConflictError(MemstoreError):
+    """A compare-and-set found another version than it expected; nothing was written."""
+
+    def __init__(self, message: str, *, expected: Any = None, actual: Any = None) -> None:
+        super().__init__(message)
+        self.expected = expected
+        self.actual = actual
+
+
+class CompactionConflictError(ConflictError):
+    """Another compaction committed after this one took its snapshot (or its lease expired)."""
+
+    def __init__(self, session_id: str, *, expected: Any = None, actual: Any = None) -> None:
+        super().__init__(
+            f"session {session_id!r}: compaction lost the race "
+            f"(expected compaction count {expected}, found {actual})",
+            expected=expected,
+            actual=actual,
+        )
+        self.session_id = session_id
+
+
+class IdempotencyConflictError(ConflictError):
+    """An idempotency key was reused for different content."""
+
+    def __init__(self, session_id: str, key: str) -> None:
+        super().__init__(
+            f"idempotency_key: {key!r} was already used in session {session_id!r} "
+            "for different content"
+        )
+        self.session_id = session_id
+        self.field = "idempotency_key"
+
+
+class EstimatorMismatchError(ConflictError):
+    """The session's tokens were counted by another estimator; mixing counts is refused."""
+
+    def __init__(self, session_id: str, *, expected: str, actual: str) -> None:
+        super().__init__(
+            f"estimator: session {session_id!r} was counted with {expected!r}, "
+            f"this handle uses {actual!r}; open it with the same estimator",
+            expected=expected,
+            actual=actual,
+        )
+        self.session_id = session_id
+        self.field = "estimator"
+
+
+class StorageError(MemstoreError):
+    """The database could not do what was asked."""
+
+
+class NotADatabaseError(StorageError):
+    """The target file exists but is not an SQLite database; it was not modified."""
+
+
+class ReadOnlyDatabaseError(StorageError):
+    """The database (or its directory) cannot be written."""
+
+
+class StorageFullError(StorageError):
+    """The disk or database is full; the transaction was rolled back."""
+
+
+class LockTimeoutError(StorageError, TimeoutError):
+    """Another writer held the lock for longer than the busy timeout."""
+
+
+class SchemaError(StorageError):
+    """The database schema does not match this version of memstore."""
+
+
+class SchemaTooNewError(SchemaError):
+    """The database was migrated by a newer memstore; this one refuses to touch it."""
+
+
+class SchemaOutdatedError(SchemaError):
+    """The schema is older than the code and the store was opened with ``upgrade=False``."""

@@ -1,0 +1,269 @@
+"""Plain values: items, enums, limits and compaction reports.
+
+Nothing here does I/O. These are the shapes that flow between the policy, the database layer,
+the summarizers and the CLI.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from memstore.config import (
+    DEFAULT_HARD_LIMIT,
+    DEFAULT_KEEP_RECENT,
+    DEFAULT_TARGET_LIMIT,
+    env_int,
+    require_int,
+)
+from memstore.errors import ConfigurationError, KindRoleMismatchError, ValidationError
+
+#: Each active item costs 4 tokens beyond its content: the message framing a model sees.
+ITEM_OVERHEAD_TOKENS = 4
+#: The summary costs 12 tokens beyond its text: its framing and the "historical context" notice.
+SUMMARY_OVERHEAD_TOKENS = 12
+
+
+class MemoryKind(str, enum.Enum):
+    """What an item is; decides its model-input role and how compaction treats it."""
+
+    USER_MESSAGE = "USER_MESSAGE"
+    ASSISTANT_MESSAGE = "ASSISTANT_MESSAGE"
+    TOOL_OBSERVATION = "TOOL_OBSERVATION"
+    DECISION = "DECISION"
+
+
+class MemoryRole(str, enum.Enum):
+    """Who produced an item."""
+
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+    DEVELOPER = "developer"
+
+
+class Priority(enum.IntEnum):
+    """How reluctantly an item may be removed; the application labels it."""
+
+    LOW = 10
+    NORMAL = 50
+    HIGH = 100
+
+
+class Fate(str, enum.Enum):
+    """Why an item left working memory (its row stays, SPEC 3)."""
+
+    DROPPED = "dropped"
+    SUMMARIZED = "summarized"
+    EVICTED = "evicted"
+
+
+#: SPEC 2.1: which roles each kind allows (the first is the default when no role is given).
+ALLOWED_ROLES: Mapping[MemoryKind, tuple[MemoryRole, ...]] = {
+    MemoryKind.USER_MESSAGE: (MemoryRole.USER,),
+    MemoryKind.ASSISTANT_MESSAGE: (MemoryRole.ASSISTANT,),
+    MemoryKind.TOOL_OBSERVATION: (MemoryRole.TOOL,),
+    MemoryKind.DECISION: (MemoryRole.DEVELOPER, MemoryRole.ASSISTANT),
+}
+
+#: The kind an item gets when only a role is given.
+DEFAULT_KIND: Mapping[MemoryRole, MemoryKind] = {
+    MemoryRole.USER: MemoryKind.USER_MESSAGE,
+    MemoryRole.ASSISTANT: MemoryKind.ASSISTANT_MESSAGE,
+    MemoryRole.TOOL: MemoryKind.TOOL_OBSERVATION,
+    MemoryRole.DEVELOPER: MemoryKind.DECISION,
+}
+
+
+def _coerce(enum_type: type[enum.Enum], field_name: str, value: object) -> Any:
+    if isinstance(value, enum_type):
+        return value
+    if isinstance(value, bool):
+        raise ValidationError(field_name, f"unknown {field_name} {value!r}")
+    try:
+        return enum_type(value)
+    except ValueError:
+        pass
+    if isinstance(value, str) and value.upper() in enum_type.__members__:
+        return enum_type.__members__[value.upper()]
+    allowed = ", ".join(str(m.value) for m in enum_type)
+    raise ValidationError(field_name, f"unknown {field_name} {value!r} (allowed: {allowed})")
+
+
+def parse_kind(value: object) -> MemoryKind:
+    """Accept a :class:`MemoryKind` or its value (``"TOOL_OBSERVATION"``)."""
+    return _coerce(MemoryKind, "kind", value)  # type: ignore[no-any-return]
+
+
+def parse_role(value: object) -> MemoryRole:
+    """Accept a :class:`MemoryRole`, its value (``"user"``) or its name (``"USER"``)."""
+    return _coerce(MemoryRole, "role", value)  # type: ignore[no-any-return]
+
+
+def parse_priority(value: object) -> Priority:
+    """Accept a :class:`Priority`, its value (``10``) or its name (``"LOW"``)."""
+    return _coerce(Priority, "priority", value)  # type: ignore[no-any-return]
+
+
+def check_kind_role(kind: MemoryKind, role: MemoryRole) -> None:
+    """Raise :class:`KindRoleMismatchError` if ``role`` is not allowed for ``kind``."""
+    allowed = ALLOWED_ROLES[kind]
+    if role not in allowed:
+        raise KindRoleMismatchError(kind.value, role.value, tuple(r.value for r in allowed))
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryItem:
+    """One entry of a session's working memory.
+
+    Attributes:
+        id: uuid4 string.
+        session_id: The session it belongs to.
+        seq: Position in the session, strictly increasing from 1.
+        role: Who produced it.
+        kind: What it is.
+        priority: How reluctantly it may be removed.
+        content: The text, stripped of surrounding white space.
+        timestamp: When it entered memory (timezone-aware UTC).
+        estimated_tokens: Counted once, when it entered memory.
+        version: The session version (event clock) at which it was committed.
+        fate: ``None`` while active; otherwise why it left working memory.
+        removed_by: The compaction number that removed it, if any.
+    """
+
+    id: str
+    session_id: str
+    seq: int
+    role: MemoryRole
+    kind: MemoryKind
+    priority: Priority
+    content: str
+    timestamp: datetime
+    estimated_tokens: int
+    version: int = 0
+    fate: Fate | None = None
+    removed_by: int | None = None
+
+    @property
+    def cost(self) -> int:
+        """Tokens this item adds to the session total (content + per-item overhead)."""
+        return self.estimated_tokens + ITEM_OVERHEAD_TOKENS
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryLimits:
+    """Token limits of a session (SPEC 2.2), validated at construction.
+
+    Attributes:
+        hard: Estimated tokens at which compaction starts.
+        target: Where compaction must finish (strictly below ``hard``).
+        keep_recent: Newest items protected in phases 1 and 2.
+        summarize_every: If set, also compact (phases 2-3) after every N user turns.
+    """
+
+    hard: int = DEFAULT_HARD_LIMIT
+    target: int = DEFAULT_TARGET_LIMIT
+    keep_recent: int = DEFAULT_KEEP_RECENT
+    summarize_every: int | None = None
+
+    def __post_init__(self) -> None:
+        require_int("hard", self.hard, minimum=1)
+        require_int("target", self.target, minimum=1)
+        require_int("keep_recent", self.keep_recent, minimum=0)
+        if self.target >= self.hard:
+            raise ConfigurationError(
+                "target", f"must be below hard ({self.hard}), got {self.target}"
+            )
+        if self.summarize_every is not None:
+            require_int("summarize_every", self.summarize_every, minimum=1)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> MemoryLimits:
+        """Limits from ``MEMORY_HARD_LIMIT``, ``MEMORY_TARGET_LIMIT``, ``MEMORY_KEEP_RECENT``."""
+        env = os.environ if env is None else env
+        hard = env_int(env, "MEMORY_HARD_LIMIT", DEFAULT_HARD_LIMIT)
+        target = env_int(env, "MEMORY_TARGET_LIMIT", DEFAULT_TARGET_LIMIT)
+        keep = env_int(env, "MEMORY_KEEP_RECENT", DEFAULT_KEEP_RECENT)
+        names = {"hard": "MEMORY_HARD_LIMIT", "target": "MEMORY_TARGET_LIMIT"}
+        try:
+            return cls(hard=hard, target=target, keep_recent=keep)
+        except ConfigurationError as exc:
+            var = names.get(exc.field, "MEMORY_KEEP_RECENT")
+            raise ConfigurationError(var, str(exc).split(": ", 1)[1]) from None
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionReport:
+    """What one committed compaction did (SPEC 2.4).
+
+    Attributes:
+        session_id: The compacted session.
+        compaction_count: The session's running count; this compaction's number (1, 2, ...).
+        before_tokens: Total when the compaction's snapshot was taken.
+        after_tokens: Total right after it committed (appends made meanwhile included).
+        items_dropped: LOW tool observations removed as noise (phase 1).
+        items_summarized: Items folded into the summary (phase 2).
+        items_evicted: Items removed to enforce the budget (phase 3).
+        summary_error: Why the summarizer failed, or ``None``.
+        removed: Each removed item's id mapped to ``"dropped"``, ``"summarized"`` or ``"evicted"``.
+        summarizer: Name of the summarizer used (``None`` if phase 2 was not needed).
+        trigger: ``"hard_limit"``, ``"summarize_every"`` or ``"manual"``.
+        summary_action: ``"kept"``, ``"replaced"``, ``"trimmed"`` or ``"removed"``.
+        summary_tokens: Estimated tokens of the summary after the compaction (``None``: none).
+        worker_host: Host name of the worker that ran it.
+        worker_pid: Process id of that worker.
+        started_at: When the snapshot was taken (UTC).
+        finished_at: When the commit finished (UTC).
+        summarize_seconds: Time spent in the summarizer.
+        snapshot_version: Session version the plan was made from.
+        committed_version: Session version this compaction committed as.
+        attempts: Plans made before this one committed (1 unless it lost a race).
+        usage: Token usage a model summarizer reported, if any.
+    """
+
+    session_id: str
+    compaction_count: int
+    before_tokens: int
+    after_tokens: int
+    items_dropped: int
+    items_summarized: int
+    items_evicted: int
+    summary_error: str | None
+    removed: Mapping[str, str]
+    summarizer: str | None = None
+    trigger: str = "hard_limit"
+    summary_action: str = "kept"
+    summary_tokens: int | None = None
+    worker_host: str = ""
+    worker_pid: int = 0
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    summarize_seconds: float = 0.0
+    snapshot_version: int = 0
+    committed_version: int = 0
+    attempts: int = 1
+    usage: Mapping[str, Any] | None = field(default=None)
+
+    @property
+    def duration_seconds(self) -> float:
+        """Wall time from snapshot to commit."""
+        if self.started_at is None or self.finished_at is None:
+            return 0.0
+        return (self.finished_at - self.started_at).total_seconds()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (datetimes as ISO 8601)."""
+        out: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if isinstance(value, datetime):
+                value = value.isoformat()
+            elif isinstance(value, Mapping):
+                value = dict(value)
+            out[name] = value
+        out["duration_seconds"] = self.duration_seconds
+        return out

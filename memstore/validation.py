@@ -1,0 +1,63 @@
+"""Input checks shared by the API and the CLI: each names the field it rejects.
+
+They run before any transaction starts, so bad input never reaches the database.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memstore.errors import ValidationError
+
+#: Session ids travel in URLs, file names and log lines: keep them to a safe alphabet.
+SESSION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}")
+#: Idempotency keys are opaque, but bounded and printable.
+MAX_IDEMPOTENCY_KEY_CHARS = 200
+
+
+def validate_session_id(session_id: object) -> str:
+    """Return ``session_id`` if valid: 1-128 chars of ``[A-Za-z0-9._:@/-]``, starting alphanumeric."""
+    if not isinstance(session_id, str):
+        raise ValidationError("session_id", f"must be a string, got {type(session_id).__name__}")
+    if not SESSION_ID_PATTERN.fullmatch(session_id):
+        raise ValidationError(
+            "session_id",
+            f"{session_id[:60]!r} is not a valid id (1-128 characters of letters, digits "
+            "and ._:@/-, starting with a letter or digit)",
+        )
+    return session_id
+
+
+def validate_text(field: str, value: object, *, max_bytes: int) -> str:
+    """Return ``value`` stripped, or raise naming ``field``.
+
+    Rejects non-strings, empty or blank text, NUL characters, lone surrogates (they cannot be
+    stored as UTF-8) and text over ``max_bytes`` of UTF-8.
+    """
+    if not isinstance(value, str):
+        raise ValidationError(field, f"must be text, got {type(value).__name__}")
+    text = value.strip()
+    if not text:
+        raise ValidationError(field, "must not be empty or blank")
+    if "\x00" in text:
+        raise ValidationError(field, "must not contain NUL characters")
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ValidationError(field, "contains a lone surrogate (not valid Unicode text)") from None
+    if size > max_bytes:
+        raise ValidationError(field, f"is {size} bytes of UTF-8, over the limit of {max_bytes}")
+    return text
+
+
+def validate_idempotency_key(key: object) -> str | None:
+    """Return ``key`` if it is ``None`` or a printable string of at most 200 characters."""
+    if key is None:
+        return None
+    if not isinstance(key, str) or not key or len(key) > MAX_IDEMPOTENCY_KEY_CHARS:
+        raise ValidationError(
+            "idempotency_key", f"must be a string of 1-{MAX_IDEMPOTENCY_KEY_CHARS} characters"
+        )
+    if not key.isprintable():
+        raise ValidationError("idempotency_key", "must not contain control characters")
+    return key

@@ -1,0 +1,1 @@
+"""memstore's Alembic migrations (installed as the ``memstore._migrations`` package)."""
