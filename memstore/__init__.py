@@ -10,6 +10,7 @@ from memstore.errors import (
     CompactionConflictError,
     ConfigurationError,
     ConflictError,
+    DatabaseMissingError,
     EstimatorMismatchError,
     IdempotencyConflictError,
     KindRoleMismatchError,
@@ -33,6 +34,7 @@ from memstore.model import (
     MemoryLimits,
     MemoryRole,
     Priority,
+    SessionInfo,
 )
 from memstore.store import MemoryStore, SessionMemory
 from memstore.summarizers import ExtractiveSummarizer, OpenAISummarizer
@@ -46,6 +48,7 @@ __all__ = [
     "CompactionReport",
     "ConfigurationError",
     "ConflictError",
+    "DatabaseMissingError",
     "EstimatorMismatchError",
     "ExtractiveSummarizer",
     "IdempotencyConflictError",
@@ -65,6 +68,7 @@ __all__ = [
     "SchemaError",
     "SchemaOutdatedError",
     "SchemaTooNewError",
+    "SessionInfo",
     "SessionMemory",
     "SessionNotFoundError",
     "Settings",

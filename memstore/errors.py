@@ -17,6 +17,7 @@ so that programs never parse messages. Builtin bases are added where they help c
     │   └── EstimatorMismatchError            session counted by another estimator
     └── StorageError                          the database refused or failed
         ├── NotADatabaseError                 the file is not an SQLite database (untouched)
+        ├── DatabaseMissingError (FileNotFoundError)  opened with create=False
         ├── ReadOnlyDatabaseError
         ├── StorageFullError
         ├── LockTimeoutError (TimeoutError)   busy timeout elapsed
@@ -128,6 +129,10 @@ class StorageError(MemstoreError):
 
 class NotADatabaseError(StorageError):
     """The target file exists but is not an SQLite database; it was not modified."""
+
+
+class DatabaseMissingError(StorageError, FileNotFoundError):
+    """The database file does not exist and the store was opened with ``create=False``."""
 
 
 class ReadOnlyDatabaseError(StorageError):

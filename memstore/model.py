@@ -153,6 +153,23 @@ class MemoryItem:
         """Tokens this item adds to the session total (content + per-item overhead)."""
         return self.estimated_tokens + ITEM_OVERHEAD_TOKENS
 
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (enums as their values, the timestamp as ISO 8601)."""
+        return {
+            "id": self.id,
+            "session_id": self.session_id,
+            "seq": self.seq,
+            "role": self.role.value,
+            "kind": self.kind.value,
+            "priority": self.priority.name,
+            "content": self.content,
+            "timestamp": self.timestamp.isoformat(),
+            "estimated_tokens": self.estimated_tokens,
+            "version": self.version,
+            "fate": None if self.fate is None else self.fate.value,
+            "removed_by": self.removed_by,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class MemoryLimits:
@@ -267,3 +284,52 @@ class CompactionReport:
             out[name] = value
         out["duration_seconds"] = self.duration_seconds
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """A session's header: counters, totals and the limits it was last written with.
+
+    Attributes:
+        id: The session id.
+        version: The event clock (increments with every append and compaction).
+        estimator: Name of the estimator that counted it.
+        items_total: Items ever appended.
+        active_items: Items in working memory now.
+        total_tokens: Total estimated tokens (SPEC 2.2).
+        summary_tokens: Tokens of the summary (``None``: no summary).
+        compaction_count: Compactions committed.
+        limits: The limits of the last append.
+        created_at: When the first item arrived.
+        updated_at: When the last change committed.
+    """
+
+    id: str
+    version: int
+    estimator: str
+    items_total: int
+    active_items: int
+    total_tokens: int
+    summary_tokens: int | None
+    compaction_count: int
+    limits: MemoryLimits
+    created_at: datetime
+    updated_at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "id": self.id,
+            "version": self.version,
+            "estimator": self.estimator,
+            "items_total": self.items_total,
+            "active_items": self.active_items,
+            "total_tokens": self.total_tokens,
+            "summary_tokens": self.summary_tokens,
+            "compaction_count": self.compaction_count,
+            "hard_limit": self.limits.hard,
+            "target_limit": self.limits.target,
+            "keep_recent": self.limits.keep_recent,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+        }

@@ -44,6 +44,7 @@ from memstore.model import (
     MemoryLimits,
     MemoryRole,
     Priority,
+    SessionInfo,
     check_kind_role,
     parse_kind,
     parse_priority,
@@ -59,7 +60,7 @@ from memstore.policy import (
 )
 from memstore.responses import build_input
 from memstore.summarizers import ExtractiveSummarizer, Summarizer, summarizer_name
-from memstore.tokens import TiktokenEstimator, TokenEstimator
+from memstore.tokens import TiktokenEstimator, TokenEstimator, estimator_from_name
 from memstore.validation import validate_idempotency_key, validate_session_id, validate_text
 
 log = logging.getLogger("memstore")
@@ -90,6 +91,7 @@ class MemoryStore:
         url_or_path: str | os.PathLike[str] = "memstore.db",
         *,
         upgrade: bool = True,
+        create: bool = True,
         settings: Settings | None = None,
     ) -> _Opening:
         """Open (creating or upgrading) a store.
@@ -98,6 +100,8 @@ class MemoryStore:
             url_or_path: ``sqlite+aiosqlite:///agent.db``, ``postgresql+asyncpg://...`` or a
                 plain file path.
             upgrade: Upgrade an older schema to head; if ``False``, refuse it instead.
+            create: Create a missing SQLite file; if ``False``, raise
+                :class:`DatabaseMissingError` (read-only tools should not litter files).
             settings: Store-wide settings; :meth:`Settings.from_env` by default.
 
         Returns:
@@ -108,14 +112,18 @@ class MemoryStore:
             SchemaTooNewError: a newer memstore wrote this database.
             SchemaOutdatedError: the schema is older and ``upgrade`` is ``False``.
         """
-        return _Opening(url_or_path, upgrade, settings)
+        return _Opening(url_or_path, upgrade, create, settings)
 
     @classmethod
     async def _open(
-        cls, url_or_path: str | os.PathLike[str], upgrade: bool, settings: Settings | None
+        cls,
+        url_or_path: str | os.PathLike[str],
+        upgrade: bool,
+        create: bool,
+        settings: Settings | None,
     ) -> MemoryStore:
         settings = settings or Settings.from_env()
-        database = open_database(url_or_path, settings)
+        database = open_database(url_or_path, settings, create=create)
         try:
             await ensure_schema(database, upgrade=upgrade)
         except BaseException:
@@ -157,9 +165,35 @@ class MemoryStore:
             summarizer or ExtractiveSummarizer(),
         )
 
-    async def session_ids(self) -> list[str]:
-        """Ids of every session, most recently updated first."""
-        return [row.id for row in await q.session_rows(self._db)]
+    async def attach(
+        self, session_id: str, *, summarizer: Summarizer | None = None
+    ) -> SessionMemory:
+        """A handle on an *existing* session, with the estimator and limits it recorded.
+
+        This is what operator tools use: they must count the way the session was counted.
+
+        Raises:
+            SessionNotFoundError: no such session.
+        """
+        info = await self.session_info(session_id)
+        return self.session(
+            session_id,
+            limits=info.limits,
+            estimator=estimator_from_name(info.estimator),
+            summarizer=summarizer,
+        )
+
+    async def session_info(self, session_id: str) -> SessionInfo:
+        """The header of one session (counters, totals, limits).
+
+        Raises:
+            SessionNotFoundError: no such session.
+        """
+        return await q.session_info(self._db, validate_session_id(session_id))
+
+    async def sessions(self) -> list[SessionInfo]:
+        """Every session's header, most recently updated first."""
+        return await q.session_infos(self._db)
 
     async def close(self) -> None:
         """Close the store's connections."""
@@ -181,9 +215,13 @@ class _Opening:
     """``MemoryStore.open(...)``: await it, or use it as ``async with``."""
 
     def __init__(
-        self, url_or_path: str | os.PathLike[str], upgrade: bool, settings: Settings | None
+        self,
+        url_or_path: str | os.PathLike[str],
+        upgrade: bool,
+        create: bool,
+        settings: Settings | None,
     ) -> None:
-        self._args = (url_or_path, upgrade, settings)
+        self._args = (url_or_path, upgrade, create, settings)
         self._store: MemoryStore | None = None
 
     def __await__(self) -> Generator[Any, None, MemoryStore]:
@@ -424,6 +462,10 @@ class SessionMemory:
     async def items(self) -> list[MemoryItem]:
         """Active items, oldest first."""
         return await q.active_items(self._db, self.session_id)
+
+    async def forgotten_items(self) -> list[MemoryItem]:
+        """Items removed by compactions (rows are never deleted), by seq, with their fate."""
+        return [item for item in await q.all_items(self._db, self.session_id) if item.fate]
 
     async def summary(self) -> str | None:
         """The rolling summary, or ``None``."""

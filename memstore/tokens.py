@@ -198,3 +198,18 @@ class TiktokenEstimator:
         if self._encoder is None:
             return len(text.encode("utf-8", "surrogatepass"))
         return len(self._encoder.encode_ordinary(text))
+
+
+def estimator_from_name(name: str) -> TokenEstimator:
+    """Rebuild the estimator a session recorded (``words``, ``utf8-bytes``, ``tiktoken:X``).
+
+    Raises:
+        ValidationError: an unknown name.
+    """
+    if name == WordEstimator.name:
+        return WordEstimator()
+    if name == ByteEstimator.name:
+        return ByteEstimator()
+    if name.startswith("tiktoken:"):
+        return TiktokenEstimator(name.split(":", 1)[1])
+    raise ValidationError("estimator", f"unknown estimator {name!r}")

@@ -30,7 +30,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from memstore.config import Settings
 from memstore.db.errors import translate_errors
-from memstore.errors import NotADatabaseError, StorageError, ValidationError
+from memstore.errors import (
+    DatabaseMissingError,
+    NotADatabaseError,
+    StorageError,
+    ValidationError,
+)
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 _WRITE = "memstore_write"
@@ -62,7 +67,7 @@ def sqlite_path(url: str) -> Path | None:
     return Path(parsed.database)
 
 
-def prepare_sqlite_file(path: Path) -> None:
+def prepare_sqlite_file(path: Path, *, create: bool = True) -> None:
     """Refuse a file that is not a database; create a new one readable by its owner only.
 
     The header is checked *before* SQLite opens the file: SQLite would happily turn an empty
@@ -76,6 +81,8 @@ def prepare_sqlite_file(path: Path) -> None:
         if header and header != SQLITE_HEADER:
             raise NotADatabaseError(f"{path} is not an SQLite database (left untouched)")
         return
+    if not create:
+        raise DatabaseMissingError(f"no database at {path}")
     if not path.parent.is_dir():
         raise StorageError(f"directory {path.parent} does not exist")
     try:
@@ -181,10 +188,19 @@ def create_engine_for(url: str, settings: Settings) -> AsyncEngine:
         raise ValidationError("db", f"unsupported database URL ({error})") from None
 
 
-def open_database(url_or_path: str | os.PathLike[str], settings: Settings) -> Database:
-    """Check the target (SQLite: header, permissions) and build a :class:`Database`."""
+def open_database(
+    url_or_path: str | os.PathLike[str], settings: Settings, *, create: bool = True
+) -> Database:
+    """Check the target (SQLite: header, permissions) and build a :class:`Database`.
+
+    Args:
+        url_or_path: URL or SQLite file path.
+        settings: Store settings.
+        create: Create a missing SQLite file; if ``False``, raise
+            :class:`~memstore.errors.DatabaseMissingError` instead.
+    """
     url = normalize_url(url_or_path)
     path = sqlite_path(url)
     if path is not None:
-        prepare_sqlite_file(path)
+        prepare_sqlite_file(path, create=create)
     return Database(create_engine_for(url, settings), settings)

@@ -38,6 +38,7 @@ from memstore.errors import (
     SessionNotFoundError,
 )
 from memstore.model import (
+    SUMMARY_OVERHEAD_TOKENS,
     CompactionReport,
     Fate,
     MemoryItem,
@@ -45,7 +46,7 @@ from memstore.model import (
     MemoryLimits,
     MemoryRole,
     Priority,
-    SUMMARY_OVERHEAD_TOKENS,
+    SessionInfo,
 )
 from memstore.policy import CompactionPlan, Snapshot
 
@@ -265,18 +266,32 @@ async def append(
                 )
             )
     except _Duplicate as duplicate:
-        totals = await session_row(db, session_id)
-        return AppendResult(
-            duplicate.item,
-            _total(totals.active_tokens, totals.summary_tokens),
-            totals.user_turns,
-            duplicate=True,
-        )
+        info = await session_info(db, session_id)
+        return AppendResult(duplicate.item, info.total_tokens, 0, duplicate=True)
     return AppendResult(item, _total(row.active_tokens, row.summary_tokens), row.user_turns)
 
 
-async def session_row(db: Database, session_id: str) -> Row[Any]:
-    """The session's row.
+def row_to_info(row: Row[Any]) -> SessionInfo:
+    """A ``sessions`` row as a :class:`SessionInfo`."""
+    return SessionInfo(
+        id=row.id,
+        version=row.version,
+        estimator=row.estimator,
+        items_total=row.last_seq,
+        active_items=row.active_items,
+        total_tokens=_total(row.active_tokens, row.summary_tokens),
+        summary_tokens=row.summary_tokens,
+        compaction_count=row.compaction_count,
+        limits=MemoryLimits(
+            hard=row.hard_limit, target=row.target_limit, keep_recent=row.keep_recent
+        ),
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+async def session_info(db: Database, session_id: str) -> SessionInfo:
+    """The session's header.
 
     Raises:
         SessionNotFoundError: no such session.
@@ -285,14 +300,14 @@ async def session_row(db: Database, session_id: str) -> Row[Any]:
         row = (await conn.execute(select(sessions).where(sessions.c.id == session_id))).first()
     if row is None:
         raise SessionNotFoundError(session_id)
-    return row
+    return row_to_info(row)
 
 
-async def session_rows(db: Database) -> list[Row[Any]]:
-    """Every session row, most recently updated first."""
+async def session_infos(db: Database) -> list[SessionInfo]:
+    """Every session's header, most recently updated first."""
     async with db.read() as conn:
         result = await conn.execute(select(sessions).order_by(sessions.c.updated_at.desc()))
-        return list(result)
+        return [row_to_info(row) for row in result]
 
 
 def _active_items_query(session_id: str) -> Any:

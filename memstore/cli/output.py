@@ -1,0 +1,56 @@
+"""What the commands share: opening the store, ``--json``, tables and previews."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+
+from memstore.store import MemoryStore
+
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Content previews in tables: enough to recognise an item, short enough for one row.
+PREVIEW_CHARS = 80
+
+
+def console() -> Console:
+    """A console for people (rich drops colour itself when stdout is no terminal or NO_COLOR)."""
+    return Console(highlight=False, soft_wrap=False)
+
+
+def run_with_store(
+    ctx: click.Context, action: Callable[[MemoryStore], Awaitable[T]], *, create: bool = False
+) -> T:
+    """Open the ``--db`` store, run ``action(store)``, close it; return what it returned."""
+
+    async def go() -> T:
+        async with MemoryStore.open(ctx.find_root().obj, create=create) as store:
+            return await action(store)
+
+    return asyncio.run(go())
+
+
+def json_option(func: F) -> F:
+    """Add ``--json`` (machine-readable output) to a command, passed as ``as_json``."""
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print JSON instead of tables."
+    )(func)
+
+
+def print_json(value: Any) -> None:
+    """Print ``value`` as indented JSON on stdout."""
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def preview(text: str, full: bool = False) -> str:
+    """``text`` on one line, cut to :data:`PREVIEW_CHARS` unless ``full``."""
+    if full:
+        return text
+    flat = " ".join(text.split())
+    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"

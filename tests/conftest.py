@@ -1,0 +1,89 @@
+"""Hermetic test setup: real SQLite files under tmp_path, no network, no real model.
+
+* ``MEMSTORE_DB`` points at the test's tmp_path, so nothing touches ./memstore.db.
+* Sockets may connect to loopback only: a test that tries to reach the internet fails loudly.
+* ``OPENAI_API_KEY`` is removed and ``OPENAI_BASE_URL`` points at a closed local port, so an
+  accidental real model call fails instead of spending money.
+"""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from memstore import MemoryLimits, MemoryStore, WordEstimator
+
+_real_connect = socket.socket.connect
+
+
+def _loopback_only(self: socket.socket, address: object) -> None:
+    host = address[0] if isinstance(address, tuple) else address
+    if self.family == socket.AF_UNIX or str(host) in {"127.0.0.1", "::1", "localhost"}:
+        return _real_connect(self, address)  # type: ignore[arg-type]
+    if isinstance(host, str) and host.startswith("127."):
+        return _real_connect(self, address)  # type: ignore[arg-type]
+    raise OSError(f"tests may not reach the network (tried {address!r})")
+
+
+@pytest.fixture(autouse=True)
+def hermetic(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    monkeypatch.setenv("MEMSTORE_DB", str(tmp_path / "env.db"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.delenv("MEMSTORE_FAULT", raising=False)
+    monkeypatch.setattr(socket.socket, "connect", _loopback_only)
+    yield
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    """A fresh SQLite file path (not created yet)."""
+    return tmp_path / "memory.db"
+
+
+@pytest.fixture
+async def store(db_path: Path) -> AsyncIterator[MemoryStore]:
+    """A ready, migrated store on a real SQLite file."""
+    async with MemoryStore.open(db_path) as opened:
+        yield opened
+
+
+#: SPEC 2.5's limits.
+WORKED_LIMITS = MemoryLimits(hard=55, target=52, keep_recent=2)
+WORKED_SUMMARY = (
+    "Current objective: diagnose checkout latency. "
+    "Important observation: payment-service is degraded."
+)
+WORKED_ITEMS = [
+    ("user", "USER_MESSAGE", "NORMAL",
+     "Investigate checkout latency and remember that payment-service is involved."),
+    ("tool", "TOOL_OBSERVATION", "LOW", "Health-check endpoint returned 200 on checkout-service."),
+    ("tool", "TOOL_OBSERVATION", "HIGH", "payment-service p95 latency is 1720ms and is degraded."),
+    ("assistant", "ASSISTANT_MESSAGE", "NORMAL",
+     "I will trace the downstream dependency path before naming a root cause."),
+]
+WORKED_FIFTH = ("user", "USER_MESSAGE", "NORMAL",
+                "Also verify whether fraud-service is contributing to the payment delay.")
+
+
+async def fixed_summary(previous: str | None, items: object) -> str:
+    """The summarizer of SPEC 2.5: always the same text."""
+    return WORKED_SUMMARY
+
+
+@pytest.fixture
+def words() -> WordEstimator:
+    return WordEstimator()
+
+
+def row_counts(path: Path) -> dict[str, int]:
+    """Rows per memstore table, read with the raw sqlite3 module (not through memstore)."""
+    with sqlite3.connect(path) as conn:
+        return {
+            table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in ("sessions", "items", "compactions", "summaries")
+        }
