@@ -36,7 +36,8 @@ from memstore.model import (
     Priority,
     SessionInfo,
 )
-from memstore.store import MemoryStore, SessionMemory
+from memstore.session import SessionMemory
+from memstore.store import MemoryStore
 from memstore.summarizers import ExtractiveSummarizer, OpenAISummarizer
 from memstore.tokens import ByteEstimator, TiktokenEstimator, TokenEstimator, WordEstimator
 

@@ -28,7 +28,7 @@ ITEM_OVERHEAD_TOKENS = 4
 SUMMARY_OVERHEAD_TOKENS = 12
 
 
-class MemoryKind(str, enum.Enum):
+class MemoryKind(enum.StrEnum):
     """What an item is; decides its model-input role and how compaction treats it."""
 
     USER_MESSAGE = "USER_MESSAGE"
@@ -37,7 +37,7 @@ class MemoryKind(str, enum.Enum):
     DECISION = "DECISION"
 
 
-class MemoryRole(str, enum.Enum):
+class MemoryRole(enum.StrEnum):
     """Who produced an item."""
 
     USER = "user"
@@ -54,7 +54,7 @@ class Priority(enum.IntEnum):
     HIGH = 100
 
 
-class Fate(str, enum.Enum):
+class Fate(enum.StrEnum):
     """Why an item left working memory (its row stays, SPEC 3)."""
 
     DROPPED = "dropped"

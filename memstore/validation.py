@@ -16,7 +16,7 @@ MAX_IDEMPOTENCY_KEY_CHARS = 200
 
 
 def validate_session_id(session_id: object) -> str:
-    """Return ``session_id`` if valid: 1-128 chars of ``[A-Za-z0-9._:@/-]``, starting alphanumeric."""
+    """Return ``session_id`` if valid: 1-128 chars of ``[A-Za-z0-9._:@/-]``, alphanumeric first."""
     if not isinstance(session_id, str):
         raise ValidationError("session_id", f"must be a string, got {type(session_id).__name__}")
     if not SESSION_ID_PATTERN.fullmatch(session_id):

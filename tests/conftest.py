@@ -59,15 +59,27 @@ WORKED_SUMMARY = (
     "Important observation: payment-service is degraded."
 )
 WORKED_ITEMS = [
-    ("user", "USER_MESSAGE", "NORMAL",
-     "Investigate checkout latency and remember that payment-service is involved."),
+    (
+        "user",
+        "USER_MESSAGE",
+        "NORMAL",
+        "Investigate checkout latency and remember that payment-service is involved.",
+    ),
     ("tool", "TOOL_OBSERVATION", "LOW", "Health-check endpoint returned 200 on checkout-service."),
     ("tool", "TOOL_OBSERVATION", "HIGH", "payment-service p95 latency is 1720ms and is degraded."),
-    ("assistant", "ASSISTANT_MESSAGE", "NORMAL",
-     "I will trace the downstream dependency path before naming a root cause."),
+    (
+        "assistant",
+        "ASSISTANT_MESSAGE",
+        "NORMAL",
+        "I will trace the downstream dependency path before naming a root cause.",
+    ),
 ]
-WORKED_FIFTH = ("user", "USER_MESSAGE", "NORMAL",
-                "Also verify whether fraud-service is contributing to the payment delay.")
+WORKED_FIFTH = (
+    "user",
+    "USER_MESSAGE",
+    "NORMAL",
+    "Also verify whether fraud-service is contributing to the payment delay.",
+)
 
 
 async def fixed_summary(previous: str | None, items: object) -> str:

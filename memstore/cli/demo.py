@@ -16,62 +16,169 @@ from rich.panel import Panel
 from rich.table import Table
 
 from memstore.cli.output import console, preview
-from memstore.errors import SessionNotFoundError
 from memstore.model import CompactionReport, MemoryItem, MemoryLimits, Priority
-from memstore.store import MemoryStore, SessionMemory
+from memstore.session import SessionMemory
+from memstore.store import MemoryStore
 from memstore.summarizers import ExtractiveSummarizer
 from memstore.tokens import TiktokenEstimator
+from memstore.validation import validate_session_id
 
 #: Small limits, so a 24-turn script compacts a few times (defaults are 1500 / 900 / 4).
 DEMO_LIMITS = MemoryLimits(hard=480, target=320, keep_recent=4)
 
 # (role, kind, priority, content): an on-call engineer and an agent chase checkout latency.
 SCRIPT: list[tuple[str, str, str, str]] = [
-    ("user", "USER_MESSAGE", "NORMAL", "Hi! Checkout is slow since this morning's deploy. "
-     "Investigate checkout latency and remember that payment-service is involved."),
-    ("user", "USER_MESSAGE", "HIGH", "Constraint: never restart payment-service during "
-     "business hours without paging the payments on-call first."),
-    ("tool", "TOOL_OBSERVATION", "LOW", "GET /healthz on checkout-service returned 200 OK "
-     "in 12ms. GET /healthz on cart-service returned 200 OK in 9ms."),
-    ("tool", "TOOL_OBSERVATION", "HIGH", "payment-service p95 latency is 1720ms and is "
-     "degraded (SLO 400ms); error rate 0.4%."),
-    ("assistant", "ASSISTANT_MESSAGE", "NORMAL", "I will trace the downstream dependency path "
-     "of payment-service before naming a root cause."),
-    ("tool", "TOOL_OBSERVATION", "LOW", "kubectl get pods -n payments: 6/6 Running, 0 "
-     "restarts in the last 24h, all nodes Ready."),
-    ("tool", "TOOL_OBSERVATION", "NORMAL", "Trace sample 4f2a: checkout -> payment-service "
-     "(1650ms) -> fraud-service (1480ms) -> postgres-fraud (1410ms)."),
-    ("user", "USER_MESSAGE", "NORMAL", "Thanks. Also verify whether fraud-service is "
-     "contributing to the payment delay. Is the fraud model new?"),
-    ("tool", "TOOL_OBSERVATION", "LOW", "Deploy log: fraud-service v2.31.0 rolled out at "
-     "08:02 UTC; checkout-service unchanged since Tuesday; cart-service unchanged."),
-    ("tool", "TOOL_OBSERVATION", "HIGH", "postgres-fraud: query 'score_lookup' switched to a "
-     "sequential scan at 08:03 UTC; 38k rows read per call, index idx_score_user unused."),
-    ("developer", "DECISION", "HIGH", "Root-cause hypothesis: fraud-service v2.31.0 ships a "
-     "query that bypasses idx_score_user; payment latency follows from it."),
-    ("assistant", "ASSISTANT_MESSAGE", "NORMAL", "The slow path is fraud-service's score "
-     "lookup. I propose rolling fraud-service back to v2.30.4; payment-service stays up."),
-    ("user", "USER_MESSAGE", "NORMAL", "Sounds good. Roll back fraud-service, but keep the "
-     "new fraud rules table; legal needs it in place by Friday."),
-    ("tool", "TOOL_OBSERVATION", "LOW", "helm history fraud-service: 14 revisions listed, "
-     "current v2.31.0 (rev 14), previous v2.30.4 (rev 13)."),
-    ("tool", "TOOL_OBSERVATION", "NORMAL", "helm rollback fraud-service 13: release rolled "
-     "back to v2.30.4 at 09:41 UTC; 6/6 pods Ready at 09:43 UTC."),
-    ("developer", "DECISION", "NORMAL", "Keep the fraud_rules_2024 table and its migration; "
-     "only the service binary was rolled back."),
-    ("tool", "TOOL_OBSERVATION", "HIGH", "payment-service p95 latency back to 310ms at 09:50 "
-     "UTC; fraud-service p95 95ms; checkout conversion recovering."),
-    ("user", "USER_MESSAGE", "NORMAL", "Great. What should the fraud team change before they "
-     "redeploy v2.31?"),
-    ("assistant", "ASSISTANT_MESSAGE", "NORMAL", "They should restore the predicate on "
-     "user_id so score_lookup uses idx_score_user, and add a query-plan check to CI."),
-    ("tool", "TOOL_OBSERVATION", "LOW", "Synthetic checkout probe: 20/20 runs passed, "
-     "median 410ms end to end."),
-    ("user", "USER_MESSAGE", "NORMAL", "Write the incident summary for the status page. "
-     "Keep it under 120 words and do not name individual engineers."),
-    ("assistant", "ASSISTANT_MESSAGE", "NORMAL", "Status page draft: Between 08:02 and "
-     "09:50 UTC checkout was slow because a fraud-check release caused slow database "
-     "lookups. We rolled it back; latency is normal again and no payments were lost."),
+    (
+        "user",
+        "USER_MESSAGE",
+        "NORMAL",
+        "Hi! Checkout is slow since this morning's deploy. "
+        "Investigate checkout latency and remember that payment-service is involved.",
+    ),
+    (
+        "user",
+        "USER_MESSAGE",
+        "HIGH",
+        "Constraint: never restart payment-service during "
+        "business hours without paging the payments on-call first.",
+    ),
+    (
+        "tool",
+        "TOOL_OBSERVATION",
+        "LOW",
+        "GET /healthz on checkout-service returned 200 OK "
+        "in 12ms. GET /healthz on cart-service returned 200 OK in 9ms.",
+    ),
+    (
+        "tool",
+        "TOOL_OBSERVATION",
+        "HIGH",
+        "payment-service p95 latency is 1720ms and is degraded (SLO 400ms); error rate 0.4%.",
+    ),
+    (
+        "assistant",
+        "ASSISTANT_MESSAGE",
+        "NORMAL",
+        "I will trace the downstream dependency path "
+        "of payment-service before naming a root cause.",
+    ),
+    (
+        "tool",
+        "TOOL_OBSERVATION",
+        "LOW",
+        "kubectl get pods -n payments: 6/6 Running, 0 restarts in the last 24h, all nodes Ready.",
+    ),
+    (
+        "tool",
+        "TOOL_OBSERVATION",
+        "NORMAL",
+        "Trace sample 4f2a: checkout -> payment-service "
+        "(1650ms) -> fraud-service (1480ms) -> postgres-fraud (1410ms).",
+    ),
+    (
+        "user",
+        "USER_MESSAGE",
+        "NORMAL",
+        "Thanks. Also verify whether fraud-service is "
+        "contributing to the payment delay. Is the fraud model new?",
+    ),
+    (
+        "tool",
+        "TOOL_OBSERVATION",
+        "LOW",
+        "Deploy log: fraud-service v2.31.0 rolled out at "
+        "08:02 UTC; checkout-service unchanged since Tuesday; cart-service unchanged.",
+    ),
+    (
+        "tool",
+        "TOOL_OBSERVATION",
+        "HIGH",
+        "postgres-fraud: query 'score_lookup' switched to a "
+        "sequential scan at 08:03 UTC; 38k rows read per call, index idx_score_user unused.",
+    ),
+    (
+        "developer",
+        "DECISION",
+        "HIGH",
+        "Root-cause hypothesis: fraud-service v2.31.0 ships a "
+        "query that bypasses idx_score_user; payment latency follows from it.",
+    ),
+    (
+        "assistant",
+        "ASSISTANT_MESSAGE",
+        "NORMAL",
+        "The slow path is fraud-service's score "
+        "lookup. I propose rolling fraud-service back to v2.30.4; payment-service stays up.",
+    ),
+    (
+        "user",
+        "USER_MESSAGE",
+        "NORMAL",
+        "Sounds good. Roll back fraud-service, but keep the "
+        "new fraud rules table; legal needs it in place by Friday.",
+    ),
+    (
+        "tool",
+        "TOOL_OBSERVATION",
+        "LOW",
+        "helm history fraud-service: 14 revisions listed, "
+        "current v2.31.0 (rev 14), previous v2.30.4 (rev 13).",
+    ),
+    (
+        "tool",
+        "TOOL_OBSERVATION",
+        "NORMAL",
+        "helm rollback fraud-service 13: release rolled "
+        "back to v2.30.4 at 09:41 UTC; 6/6 pods Ready at 09:43 UTC.",
+    ),
+    (
+        "developer",
+        "DECISION",
+        "NORMAL",
+        "Keep the fraud_rules_2024 table and its migration; "
+        "only the service binary was rolled back.",
+    ),
+    (
+        "tool",
+        "TOOL_OBSERVATION",
+        "HIGH",
+        "payment-service p95 latency back to 310ms at 09:50 "
+        "UTC; fraud-service p95 95ms; checkout conversion recovering.",
+    ),
+    (
+        "user",
+        "USER_MESSAGE",
+        "NORMAL",
+        "Great. What should the fraud team change before they redeploy v2.31?",
+    ),
+    (
+        "assistant",
+        "ASSISTANT_MESSAGE",
+        "NORMAL",
+        "They should restore the predicate on "
+        "user_id so score_lookup uses idx_score_user, and add a query-plan check to CI.",
+    ),
+    (
+        "tool",
+        "TOOL_OBSERVATION",
+        "LOW",
+        "Synthetic checkout probe: 20/20 runs passed, median 410ms end to end.",
+    ),
+    (
+        "user",
+        "USER_MESSAGE",
+        "NORMAL",
+        "Write the incident summary for the status page. "
+        "Keep it under 120 words and do not name individual engineers.",
+    ),
+    (
+        "assistant",
+        "ASSISTANT_MESSAGE",
+        "NORMAL",
+        "Status page draft: Between 08:02 and "
+        "09:50 UTC checkout was slow because a fraud-check release caused slow database "
+        "lookups. We rolled it back; latency is normal again and no payments were lost.",
+    ),
 ]
 
 
@@ -89,14 +196,21 @@ def _report_panel(report: CompactionReport, history: list[MemoryItem]) -> Panel:
         f"{report.before_tokens} -> {report.after_tokens} "
         f"(hard {DEMO_LIMITS.hard}, target {DEMO_LIMITS.target})",
     )
-    for fate, label in (("dropped", "dropped"), ("summarized", "summarized"),
-                        ("evicted", "evicted")):
+    for fate, label in (
+        ("dropped", "dropped"),
+        ("summarized", "summarized"),
+        ("evicted", "evicted"),
+    ):
         table.add_row(label, _describe(history, dict(report.removed), fate))
     table.add_row("summary", f"{report.summary_action}, {report.summary_tokens or 0} tokens")
     if report.summary_error:
         table.add_row("error", report.summary_error)
-    return Panel(table, title=f"compaction #{report.compaction_count}", title_align="left",
-                 border_style="yellow")
+    return Panel(
+        table,
+        title=f"compaction #{report.compaction_count}",
+        title_align="left",
+        border_style="yellow",
+    )
 
 
 async def _free_session_id(store: MemoryStore, base: str) -> str:
@@ -114,27 +228,48 @@ async def run_demo(db: str, session: str | None, out: Console) -> SessionMemory:
     async with MemoryStore.open(db) as store:
         session_id = session or await _free_session_id(store, "incident-demo")
         estimator = TiktokenEstimator()
-        memory = store.session(session_id, limits=DEMO_LIMITS, estimator=estimator,
-                               summarizer=ExtractiveSummarizer(max_tokens=160,
-                                                               estimator=estimator))
+        memory = store.session(
+            session_id,
+            limits=DEMO_LIMITS,
+            estimator=estimator,
+            summarizer=ExtractiveSummarizer(max_tokens=160, estimator=estimator),
+        )
         history: list[MemoryItem] = []
         memory.add_observer(lambda report: out.print(_report_panel(report, history)))
-        out.print(f"[bold]memstore demo[/bold]: session [cyan]{session_id}[/cyan] in {db} "
-                  f"(estimator {estimator.name}, summarizer extractive)")
+        out.print(
+            f"[bold]memstore demo[/bold]: session [cyan]{session_id}[/cyan] in {db} "
+            f"(estimator {estimator.name}, summarizer extractive)",
+            soft_wrap=True,
+        )
         for role, kind, priority, content in SCRIPT:
             item = await memory.add(role, content, kind=kind, priority=Priority[priority])
             history.append(item)
             total = await memory.estimated_tokens()
-            out.print(f"  +#{item.seq:<3} {kind:<17} {priority:<6} {item.estimated_tokens:>3} "
-                      f"tok  total {total:>4}  {preview(content)}", no_wrap=True,
-                      overflow="ellipsis", markup=False)
-        out.print(Panel(await memory.summary() or "(none)", title="final summary",
-                        title_align="left", border_style="green"))
+            out.print(
+                f"  +#{item.seq:<3} {kind:<17} {priority:<6} {item.estimated_tokens:>3} "
+                f"tok  total {total:>4}  {preview(content)}",
+                no_wrap=True,
+                overflow="ellipsis",
+                markup=False,
+            )
+        out.print(
+            Panel(
+                await memory.summary() or "(none)",
+                title="final summary",
+                title_align="left",
+                border_style="green",
+            )
+        )
         reports = await memory.reports()
-        out.print(f"{len(await memory.items())} active items, {await memory.estimated_tokens()} "
-                  f"tokens, {len(reports)} compactions; nothing was deleted.")
+        out.print(
+            f"{len(await memory.items())} active items, {await memory.estimated_tokens()} "
+            f"tokens, {len(reports)} compactions; nothing was deleted."
+        )
         db_flag = "" if db == "memstore.db" else f" --db {db}"
-        out.print(f"Inspect it: [bold]memstore{db_flag} show {session_id} --all[/bold]")
+        # soft_wrap: the command must stay on one line to be copied.
+        out.print(
+            f"Inspect it: [bold]memstore{db_flag} show {session_id} --all[/bold]", soft_wrap=True
+        )
         return memory
 
 
@@ -143,12 +278,6 @@ async def run_demo(db: str, session: str | None, out: Console) -> SessionMemory:
 @click.pass_context
 def demo(ctx: click.Context, session: str | None) -> None:
     """Run a scripted incident investigation offline and watch memory compact."""
-    with_session = session
-    if with_session is not None:
-        from memstore.validation import validate_session_id
-
-        validate_session_id(with_session)
-    try:
-        asyncio.run(run_demo(ctx.find_root().obj, with_session, console()))
-    except SessionNotFoundError:  # pragma: no cover - the demo creates its session
-        raise
+    if session is not None:
+        validate_session_id(session)
+    asyncio.run(run_demo(ctx.find_root().obj, session, console()))

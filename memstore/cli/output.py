@@ -38,9 +38,9 @@ def run_with_store(
 
 def json_option(func: F) -> F:
     """Add ``--json`` (machine-readable output) to a command, passed as ``as_json``."""
-    return click.option(
-        "--json", "as_json", is_flag=True, help="Print JSON instead of tables."
-    )(func)
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")(
+        func
+    )
 
 
 def print_json(value: Any) -> None:

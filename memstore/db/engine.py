@@ -157,17 +157,15 @@ class Database:
     async def read(self) -> AsyncIterator[AsyncConnection]:
         """A read transaction: one consistent snapshot of the database."""
         with translate_errors():
-            async with self.engine.connect() as conn:
-                async with conn.begin():
-                    yield conn
+            async with self.engine.connect() as conn, conn.begin():
+                yield conn
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncConnection]:
         """A write transaction (SQLite: ``BEGIN IMMEDIATE``); commits on success."""
         with translate_errors():
-            async with self._writer.connect() as conn:
-                async with conn.begin():
-                    yield conn
+            async with self._writer.connect() as conn, conn.begin():
+                yield conn
 
     async def close(self) -> None:
         """Close every pooled connection."""

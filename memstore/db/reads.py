@@ -1,0 +1,218 @@
+"""Reads: snapshots, session headers, items and reports, as plain values.
+
+A snapshot is one read transaction (SQLite: a deferred ``BEGIN`` in WAL mode), so the
+session row and its active items are consistent with each other.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Row, and_, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memstore.db.engine import Database
+from memstore.db.tables import compactions, items, sessions
+from memstore.errors import (
+    SessionNotFoundError,
+)
+from memstore.model import (
+    SUMMARY_OVERHEAD_TOKENS,
+    CompactionReport,
+    Fate,
+    MemoryItem,
+    MemoryKind,
+    MemoryLimits,
+    MemoryRole,
+    Priority,
+    SessionInfo,
+)
+from memstore.policy import Snapshot
+
+ITEM_COLUMNS = (
+    items.c.id,
+    items.c.session_id,
+    items.c.seq,
+    items.c.role,
+    items.c.kind,
+    items.c.priority,
+    items.c.content,
+    items.c.created_at,
+    items.c.estimated_tokens,
+    items.c.added_version,
+    items.c.fate,
+    items.c.removed_by,
+)
+
+
+def utcnow() -> datetime:
+    """Timezone-aware now."""
+    return datetime.now(UTC)
+
+
+def row_to_item(row: Any) -> MemoryItem:
+    """A database row (``ITEM_COLUMNS``) as a :class:`MemoryItem`."""
+    return MemoryItem(
+        id=row.id,
+        session_id=row.session_id,
+        seq=row.seq,
+        role=MemoryRole(row.role),
+        kind=MemoryKind(row.kind),
+        priority=Priority(row.priority),
+        content=row.content,
+        timestamp=row.created_at,
+        estimated_tokens=row.estimated_tokens,
+        version=row.added_version,
+        fate=Fate(row.fate) if row.fate else None,
+        removed_by=row.removed_by,
+    )
+
+
+def session_total(active_tokens: int, summary_tokens: int | None) -> int:
+    """SPEC 2.2's total from the cached columns of a session row."""
+    return active_tokens + (
+        0 if summary_tokens is None else summary_tokens + SUMMARY_OVERHEAD_TOKENS
+    )
+
+
+async def existing_estimator(conn: AsyncConnection, session_id: str) -> str | None:
+    return (
+        await conn.execute(select(sessions.c.estimator).where(sessions.c.id == session_id))
+    ).scalar_one_or_none()
+
+
+def row_to_info(row: Row[Any]) -> SessionInfo:
+    """A ``sessions`` row as a :class:`SessionInfo`."""
+    return SessionInfo(
+        id=row.id,
+        version=row.version,
+        estimator=row.estimator,
+        items_total=row.last_seq,
+        active_items=row.active_items,
+        total_tokens=session_total(row.active_tokens, row.summary_tokens),
+        summary_tokens=row.summary_tokens,
+        compaction_count=row.compaction_count,
+        limits=MemoryLimits(
+            hard=row.hard_limit, target=row.target_limit, keep_recent=row.keep_recent
+        ),
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+async def session_info(db: Database, session_id: str) -> SessionInfo:
+    """The session's header.
+
+    Raises:
+        SessionNotFoundError: no such session.
+    """
+    async with db.read() as conn:
+        row = (await conn.execute(select(sessions).where(sessions.c.id == session_id))).first()
+    if row is None:
+        raise SessionNotFoundError(session_id)
+    return row_to_info(row)
+
+
+async def session_infos(db: Database) -> list[SessionInfo]:
+    """Every session's header, most recently updated first."""
+    async with db.read() as conn:
+        result = await conn.execute(select(sessions).order_by(sessions.c.updated_at.desc()))
+        return [row_to_info(row) for row in result]
+
+
+def _active_items_query(session_id: str) -> Any:
+    return (
+        select(*ITEM_COLUMNS)
+        .where(items.c.session_id == session_id, items.c.fate.is_(None))
+        .order_by(items.c.seq)
+    )
+
+
+async def snapshot(db: Database, session_id: str) -> Snapshot | None:
+    """A consistent read of the session (``None`` if it does not exist yet)."""
+    async with db.read() as conn:
+        row = (await conn.execute(select(sessions).where(sessions.c.id == session_id))).first()
+        if row is None:
+            return None
+        active = [row_to_item(r) for r in await conn.execute(_active_items_query(session_id))]
+    return Snapshot(
+        session_id=session_id,
+        version=row.version,
+        compaction_count=row.compaction_count,
+        items=tuple(active),
+        summary=row.summary,
+        summary_tokens=row.summary_tokens or 0,
+        user_turns=row.user_turns,
+        estimator=row.estimator,
+    )
+
+
+async def estimator_of(db: Database, session_id: str) -> str | None:
+    """The estimator name recorded on the session (``None``: no such session)."""
+    async with db.read() as conn:
+        return await existing_estimator(conn, session_id)
+
+
+def row_to_report(row: Row[Any], removed: dict[str, str]) -> CompactionReport:
+    """A ``compactions`` row (+ its removed items) as a :class:`CompactionReport`."""
+    return CompactionReport(
+        session_id=row.session_id,
+        compaction_count=row.number,
+        before_tokens=row.before_tokens,
+        after_tokens=row.after_tokens,
+        items_dropped=row.items_dropped,
+        items_summarized=row.items_summarized,
+        items_evicted=row.items_evicted,
+        summary_error=row.summary_error,
+        removed=removed,
+        summarizer=row.summarizer,
+        trigger=row.trigger,
+        summary_action=row.summary_action,
+        summary_tokens=row.summary_tokens,
+        worker_host=row.worker_host,
+        worker_pid=row.worker_pid,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+        summarize_seconds=row.summarize_seconds,
+        snapshot_version=row.snapshot_version,
+        committed_version=row.committed_version,
+        attempts=row.attempts,
+        usage=row.usage,
+    )
+
+
+async def reports(db: Database, session_id: str) -> list[CompactionReport]:
+    """Every committed compaction of the session, oldest first."""
+    async with db.read() as conn:
+        rows = list(
+            await conn.execute(
+                select(compactions)
+                .where(compactions.c.session_id == session_id)
+                .order_by(compactions.c.number)
+            )
+        )
+        fates = await conn.execute(
+            select(items.c.id, items.c.fate, items.c.removed_by)
+            .where(and_(items.c.session_id == session_id, items.c.removed_by.is_not(None)))
+            .order_by(items.c.seq)
+        )
+        removed: dict[int, dict[str, str]] = {}
+        for item_id, fate, number in fates:
+            removed.setdefault(number, {})[item_id] = fate
+    return [row_to_report(row, removed.get(row.number, {})) for row in rows]
+
+
+async def active_items(db: Database, session_id: str) -> list[MemoryItem]:
+    """The session's active items, oldest first."""
+    async with db.read() as conn:
+        return [row_to_item(r) for r in await conn.execute(_active_items_query(session_id))]
+
+
+async def all_items(db: Database, session_id: str) -> list[MemoryItem]:
+    """Every item ever appended to the session (active and removed), by seq."""
+    async with db.read() as conn:
+        result = await conn.execute(
+            select(*ITEM_COLUMNS).where(items.c.session_id == session_id).order_by(items.c.seq)
+        )
+        return [row_to_item(r) for r in result]

@@ -1,0 +1,337 @@
+"""SessionMemory: one session's handle; orchestrates policy + database + summarizer.
+
+The order of an append (SPEC 2.4, 3):
+
+1. validate and count tokens *before* any transaction (bad input writes nothing);
+2. one short write transaction appends the item and returns the session's new total;
+3. if a trigger fires (hard limit reached, or ``summarize_every`` user turns), compact:
+   take the lease, read a snapshot, run phase 1, call the summarizer with no transaction
+   open, run phase 3, and commit the plan under compare-and-swap; a lost race re-plans.
+
+A compaction that fails after the append committed is logged, not raised: the item is
+stored (raising would invite a duplicate retry), ``build_model_input`` stays bounded, and
+the next append tries again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from memstore.config import fault_point
+from memstore.db import append as appends
+from memstore.db import compaction, reads
+from memstore.errors import (
+    CompactionConflictError,
+    EstimatorMismatchError,
+    MemstoreError,
+    SessionNotFoundError,
+)
+from memstore.model import (
+    DEFAULT_KIND,
+    CompactionReport,
+    MemoryItem,
+    MemoryKind,
+    MemoryLimits,
+    MemoryRole,
+    Priority,
+    check_kind_role,
+    parse_kind,
+    parse_priority,
+    parse_role,
+)
+from memstore.policy import (
+    CompactionPlan,
+    Snapshot,
+    bounded_view,
+    finish_plan,
+    needs_compaction,
+    start_plan,
+)
+from memstore.responses import build_input
+from memstore.summarizers import Summarizer, summarizer_name
+from memstore.tokens import TokenEstimator
+from memstore.validation import validate_idempotency_key, validate_text
+
+if TYPE_CHECKING:
+    from memstore.store import MemoryStore
+
+
+log = logging.getLogger("memstore")
+
+Observer = Callable[[CompactionReport], Any]
+#: A compaction that keeps losing races gives up after this many plans (the winner's
+#: compaction already bounded the session; the next append will look again).
+MAX_COMPACTION_ATTEMPTS = 3
+
+
+class SessionMemory:
+    """One session's working memory, as seen by one worker.
+
+    The handle keeps no state beyond its configuration: every call reads or writes the
+    database, so any number of handles in any number of processes see one session.
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        session_id: str,
+        limits: MemoryLimits,
+        estimator: TokenEstimator,
+        summarizer: Summarizer,
+    ) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.limits = limits
+        self.estimator = estimator
+        self.summarizer = summarizer
+        self._observers: list[Observer] = []
+        self._db = store.database
+
+    # -- writing ---------------------------------------------------------------------------
+
+    async def add(
+        self,
+        role: MemoryRole | str,
+        content: str,
+        *,
+        kind: MemoryKind | str | None = None,
+        priority: Priority | str | int = Priority.NORMAL,
+        idempotency_key: str | None = None,
+    ) -> MemoryItem:
+        """Append an item, then compact if a trigger fires.
+
+        Args:
+            role: ``user``, ``assistant``, ``tool`` or ``developer`` (or the enum).
+            content: The text; surrounding white space is stripped.
+            kind: Defaults from the role (``tool`` -> ``TOOL_OBSERVATION``,
+                ``developer`` -> ``DECISION``).
+            priority: ``LOW``, ``NORMAL`` (default) or ``HIGH``, or 10 / 50 / 100.
+            idempotency_key: Makes a retry after an unknown outcome safe: the same key
+                returns the stored item instead of appending again.
+
+        Returns:
+            The stored item (for a repeated key, the item stored the first time).
+
+        Raises:
+            ValidationError: bad content, role, kind or priority (``field`` names it).
+            IdempotencyConflictError: the key was used for different content.
+            EstimatorMismatchError: the session was counted with another estimator.
+            LockTimeoutError: the database stayed locked past the busy timeout.
+        """
+        role_ = parse_role(role)
+        kind_ = DEFAULT_KIND[role_] if kind is None else parse_kind(kind)
+        check_kind_role(kind_, role_)
+        text = validate_text("content", content, max_bytes=self.store.settings.max_item_bytes)
+        new = appends.NewItem(
+            role=role_,
+            kind=kind_,
+            priority=parse_priority(priority),
+            content=text,
+            # Counted before the transaction: tokenizing must not lengthen the write lock.
+            estimated_tokens=self.estimator.count(text),
+            idempotency_key=validate_idempotency_key(idempotency_key),
+        )
+        result = await appends.append(
+            self._db, self.session_id, self.estimator.name, self.limits, new
+        )
+        fault_point("after-append")
+        if not result.duplicate:
+            trigger = self._trigger(result.total_tokens, result.user_turns)
+            if trigger is not None:
+                await self._compact_quietly(trigger)
+        return result.item
+
+    def _trigger(self, total: int, user_turns: int) -> str | None:
+        if total >= self.limits.hard:
+            return "hard_limit"
+        every = self.limits.summarize_every
+        if every is not None and user_turns >= every:
+            return "summarize_every"
+        return None
+
+    async def _compact_quietly(self, trigger: str) -> None:
+        try:
+            await self._compact(trigger)
+        except MemstoreError as error:
+            log.warning(
+                "memstore: compaction of %s after an append failed (%s); it will be retried",
+                self.session_id,
+                error,
+            )
+
+    async def compact(self) -> CompactionReport | None:
+        """Compact now: drop noise, summarize every unprotected item, enforce the target.
+
+        Returns:
+            The report, or ``None`` when there was nothing to compact or another worker
+            holds the compaction lease (it is compacting this session right now).
+        """
+        return await self._compact("manual")
+
+    async def _compact(self, trigger: str) -> CompactionReport | None:
+        last: CompactionReport | None = None
+        for attempt in range(1, MAX_COMPACTION_ATTEMPTS + 1):
+            outcome = await self._compact_once(trigger, attempt)
+            if outcome is None:
+                return last
+            if isinstance(outcome, CompactionReport):
+                last = outcome
+                if trigger == "manual" or outcome.after_tokens < self.limits.hard:
+                    return last
+                trigger = "hard_limit"  # appends during the compaction refilled it
+        return last
+
+    async def _compact_once(
+        self, trigger: str, attempt: int
+    ) -> CompactionReport | CompactionConflictError | None:
+        owner = self.store.worker_id
+        token = await compaction.acquire_lease(
+            self._db, self.session_id, owner, self.store.settings.lease_s, time.time()
+        )
+        if token is None:
+            return None  # another worker holds the lease and is compacting
+        committed = False
+        try:
+            started = reads.utcnow()
+            snap = await self._snapshot_checked()
+            if snap is None:
+                return None
+            fault_point("after-snapshot")
+            force = trigger in ("manual", "summarize_every")
+            if not force and needs_compaction(snap, self.limits) is None:
+                return None  # someone else's compaction already brought it down
+            plan, seconds, usage = await self._plan(
+                snap, force=force, drop_noise=trigger != "summarize_every"
+            )
+            if not plan.changes_anything:
+                return None
+            fault_point("before-commit")
+            try:
+                report = await compaction.commit_compaction(
+                    self._db,
+                    plan,
+                    compaction.CommitContext(
+                        owner=owner,
+                        lease_token=token,
+                        trigger=trigger,
+                        summarizer=summarizer_name(self.summarizer) if seconds else None,
+                        limits=self.limits,
+                        worker_host=self.store.worker_host,
+                        worker_pid=os.getpid(),
+                        started_at=started,
+                        summarize_seconds=seconds or 0.0,
+                        attempts=attempt,
+                        usage=usage,
+                    ),
+                )
+            except CompactionConflictError as conflict:
+                return conflict
+            committed = True
+            fault_point("after-commit")
+        finally:
+            if not committed:
+                await compaction.release_lease(self._db, self.session_id, owner, token)
+        await self._notify(report)
+        return report
+
+    async def _plan(
+        self, snap: Snapshot, *, force: bool, drop_noise: bool
+    ) -> tuple[CompactionPlan, float | None, dict[str, Any] | None]:
+        """Phases 1-3 around one summarizer call; no transaction is open here."""
+        draft = start_plan(snap, self.limits, force=force, drop_noise=drop_noise)
+        new_summary, error, seconds, usage = None, None, None, None
+        if draft.candidates:
+            began = time.perf_counter()
+            try:
+                new_summary = await asyncio.wait_for(
+                    self.summarizer(snap.summary, draft.candidates),
+                    timeout=self.store.settings.summarizer_timeout_s,
+                )
+                usage = getattr(new_summary, "usage", None)
+            except TimeoutError:
+                error = f"timed out after {self.store.settings.summarizer_timeout_s:g}s"
+            except Exception as exc:  # any summarizer failure is recorded, never raised
+                error = f"{type(exc).__name__}: {exc}"
+            seconds = time.perf_counter() - began
+            if new_summary is not None and not isinstance(new_summary, str):
+                error, new_summary = f"summarizer returned {type(new_summary).__name__}", None
+        plan = finish_plan(
+            draft, self.estimator.count, new_summary=new_summary, summary_error=error
+        )
+        return plan, seconds, usage
+
+    async def _notify(self, report: CompactionReport) -> None:
+        for observer in list(self._observers):
+            try:
+                result = observer(report)
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:  # an observer's bug must not undo or hide a compaction
+                log.exception("memstore: compaction observer %r failed", observer)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    async def _snapshot_checked(self) -> Snapshot | None:
+        snap = await reads.snapshot(self._db, self.session_id)
+        if snap is not None and snap.estimator != self.estimator.name:
+            raise EstimatorMismatchError(
+                self.session_id, expected=snap.estimator, actual=self.estimator.name
+            )
+        return snap
+
+    async def estimated_tokens(self) -> int:
+        """The session's total as SPEC 2.2 defines it (0 for a session not yet written)."""
+        snap = await reads.snapshot(self._db, self.session_id)
+        return 0 if snap is None else snap.total_tokens
+
+    async def items(self) -> list[MemoryItem]:
+        """Active items, oldest first."""
+        return await reads.active_items(self._db, self.session_id)
+
+    async def forgotten_items(self) -> list[MemoryItem]:
+        """Items removed by compactions (rows are never deleted), by seq, with their fate."""
+        return [item for item in await reads.all_items(self._db, self.session_id) if item.fate]
+
+    async def summary(self) -> str | None:
+        """The rolling summary, or ``None``."""
+        snap = await reads.snapshot(self._db, self.session_id)
+        return None if snap is None else snap.summary
+
+    async def snapshot(self) -> Snapshot | None:
+        """A consistent read of the whole working memory (``None``: not written yet)."""
+        return await reads.snapshot(self._db, self.session_id)
+
+    async def build_model_input(self) -> list[dict[str, Any]]:
+        """The Responses API ``input`` list (SPEC 2.7), never above the hard limit.
+
+        While the session waits for a compaction (another worker holds the lease), the
+        policy's model-free phases are applied to what is returned, not to what is stored.
+        """
+        snap = await self._snapshot_checked()
+        if snap is None:
+            return []
+        kept, summary = bounded_view(snap, self.limits, self.estimator.count)
+        return build_input(kept, summary)
+
+    async def reports(self) -> list[CompactionReport]:
+        """Every compaction report of the session, oldest first."""
+        return await reads.reports(self._db, self.session_id)
+
+    async def require(self) -> Snapshot:
+        """The snapshot, or raise :class:`SessionNotFoundError` (for tools and the CLI)."""
+        snap = await reads.snapshot(self._db, self.session_id)
+        if snap is None:
+            raise SessionNotFoundError(self.session_id)
+        return snap
+
+    def add_observer(
+        self, callback: Observer | Callable[[CompactionReport], Awaitable[Any]]
+    ) -> None:
+        """Call ``callback(report)`` (sync or async) after every compaction this handle commits."""
+        self._observers.append(callback)
