@@ -180,6 +180,10 @@ class SessionMemory:
             outcome = await self._compact_once(trigger, attempt)
             if outcome is None:
                 return last
+            if isinstance(outcome, CompactionConflictError):
+                # Lost the race (or the lease, while paused past it): nothing was written.
+                log.info("memstore: %s; re-planning", outcome)
+                continue
             if isinstance(outcome, CompactionReport):
                 last = outcome
                 if trigger == "manual" or outcome.after_tokens < self.limits.hard:

@@ -13,8 +13,10 @@ from types import TracebackType
 from typing import Any
 
 from memstore.config import Settings
-from memstore.db import Database, open_database, reads
+from memstore.db import Database, audit, open_database, reads
 from memstore.db.migrate import ensure_schema
+from memstore.errors import SessionNotFoundError
+from memstore.invariants import Violation, check_ledger
 from memstore.model import (
     MemoryLimits,
     SessionInfo,
@@ -148,6 +150,34 @@ class MemoryStore:
     async def sessions(self) -> list[SessionInfo]:
         """Every session's header, most recently updated first."""
         return await reads.session_infos(self._db)
+
+    async def check(self, session_id: str | None = None) -> list[Violation]:
+        """Verify the ledger invariants (:mod:`memstore.invariants`) without writing.
+
+        Args:
+            session_id: One session, or every session when ``None`` (which also runs
+                SQLite's ``integrity_check`` and ``foreign_key_check``).
+
+        Returns:
+            Every violation found; empty when the database is sound.
+
+        Raises:
+            SessionNotFoundError: ``session_id`` does not exist.
+        """
+        found: list[Violation] = []
+        if session_id is None:
+            ids = await audit.session_ids(self._db)
+            found += [
+                Violation("*", "database", p) for p in await audit.integrity_problems(self._db)
+            ]
+        else:
+            ids = [validate_session_id(session_id)]
+        for sid in ids:
+            ledger = await audit.load_ledger(self._db, sid)
+            if ledger is None:
+                raise SessionNotFoundError(sid)
+            found += check_ledger(ledger)
+        return found
 
     async def close(self) -> None:
         """Close the store's connections."""

@@ -42,8 +42,9 @@ def main(ctx: click.Context, db: str) -> None:
 
 
 def _register() -> None:
-    from memstore.cli import demo, show
+    from memstore.cli import check, demo, show
 
+    main.add_command(check.check)
     main.add_command(demo.demo)
     main.add_command(show.show)
 

@@ -12,13 +12,15 @@ SQLite specifics, and why:
 * ``synchronous``: FULL by default, see :mod:`memstore.config`.
 * ``foreign_keys=ON``: SQLite ignores foreign keys unless told otherwise, per connection.
 
-A connection belongs to the process that opened it: the pool refuses, on checkout, a
-connection inherited through ``fork`` and opens a fresh one instead (SQLAlchemy's recipe).
+A connection belongs to the process that opened it. After ``fork`` the child replaces every
+engine's pool without closing the parent's connections (``dispose(close=False)``, SQLAlchemy's
+recipe), and the pool also refuses, on checkout, any connection opened by another process.
 """
 
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -130,6 +132,17 @@ def _install_fork_guard(engine: AsyncEngine) -> None:
             raise exc.DisconnectionError("connection belongs to another process")
 
 
+_LIVE_ENGINES: weakref.WeakSet[AsyncEngine] = weakref.WeakSet()
+
+
+def _reset_pools_in_child() -> None:
+    for engine in list(_LIVE_ENGINES):
+        engine.sync_engine.dispose(close=False)  # the parent still owns those connections
+
+
+os.register_at_fork(after_in_child=_reset_pools_in_child)
+
+
 class Database:
     """An async engine plus the two transaction kinds memstore uses.
 
@@ -146,6 +159,7 @@ class Database:
         if self.dialect == "sqlite":
             _install_sqlite_listeners(engine, settings)
         _install_fork_guard(engine)
+        _LIVE_ENGINES.add(engine)
         self._writer = engine.execution_options(**{_WRITE: True})
 
     @property
