@@ -26,10 +26,34 @@ from pathlib import Path
 
 from memstore import MemoryLimits, MemoryStore, Settings, TiktokenEstimator, WordEstimator
 
-WORDS = (
-    "checkout latency payment service degraded trace span database index query plan rollback "
-    "deploy fraud score lookup cache miss timeout retry queue worker node pod cluster alert"
-).split()
+WORDS = [
+    "checkout",
+    "latency",
+    "payment",
+    "service",
+    "degraded",
+    "trace",
+    "span",
+    "database",
+    "index",
+    "query",
+    "plan",
+    "rollback",
+    "deploy",
+    "fraud",
+    "score",
+    "lookup",
+    "cache",
+    "miss",
+    "timeout",
+    "retry",
+    "queue",
+    "worker",
+    "node",
+    "pod",
+    "cluster",
+    "alert",
+]
 
 
 def messages(n: int, seed: int = 7) -> list[str]:
@@ -99,13 +123,15 @@ def main() -> None:
     texts = messages(args.n)
     rows = []
     for sync in ("NORMAL", "FULL"):
-        base = measure(f"raw sqlite3 (WAL, {sync})", lambda p: raw_sqlite(p, texts, sync),
-                       args.rounds)
+        base = measure(
+            f"raw sqlite3 (WAL, {sync})", lambda p: raw_sqlite(p, texts, sync), args.rounds
+        )
         rows.append((f"raw sqlite3, WAL, synchronous={sync}", base, base))
         for tiktoken in (False, True):
             label = f"memstore add, {'tiktoken' if tiktoken else 'words'}, {sync}"
-            rate = measure(label, lambda p, t=tiktoken: memstore_appends(p, texts, sync, t),
-                           args.rounds)
+            rate = measure(
+                label, lambda p, t=tiktoken: memstore_appends(p, texts, sync, t), args.rounds
+            )
             rows.append((label, rate, base))
     print(f"\n{args.n} durable single appends of ~200-word messages, median of {args.rounds}")
     print(f"{'contender':<48} {'appends/s':>10} {'ratio':>7}")

@@ -65,9 +65,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("memstore")
 
 Observer = Callable[[CompactionReport], Any]
-#: A compaction that keeps losing races gives up after this many plans (the winner's
-#: compaction already bounded the session; the next append will look again).
-MAX_COMPACTION_ATTEMPTS = 3
+#: Plans one call may make (lost races and follow-up compactions together) before it gives
+#: up: the winner already bounded the session, and the next append will look again.
+MAX_COMPACTION_ROUNDS = 4
 
 
 class SessionMemory:
@@ -176,19 +176,20 @@ class SessionMemory:
 
     async def _compact(self, trigger: str) -> CompactionReport | None:
         last: CompactionReport | None = None
-        for attempt in range(1, MAX_COMPACTION_ATTEMPTS + 1):
+        attempt = 1  # plans made for the compaction being attempted (1 + lost races)
+        for _ in range(MAX_COMPACTION_ROUNDS):
             outcome = await self._compact_once(trigger, attempt)
             if outcome is None:
                 return last
             if isinstance(outcome, CompactionConflictError):
                 # Lost the race (or the lease, while paused past it): nothing was written.
                 log.info("memstore: %s; re-planning", outcome)
+                attempt += 1
                 continue
-            if isinstance(outcome, CompactionReport):
-                last = outcome
-                if trigger == "manual" or outcome.after_tokens < self.limits.hard:
-                    return last
-                trigger = "hard_limit"  # appends during the compaction refilled it
+            last, attempt = outcome, 1
+            if trigger == "manual" or outcome.after_tokens < self.limits.hard:
+                return last
+            trigger = "hard_limit"  # appends during the compaction refilled it
         return last
 
     async def _compact_once(

@@ -1,0 +1,98 @@
+"""The compaction protocol step by step: lease, fencing, compare-and-swap, concurrent appends."""
+
+from __future__ import annotations
+
+import pytest
+
+from memstore import CompactionConflictError, MemoryLimits, MemoryStore, WordEstimator
+from memstore.db import compaction, reads
+from memstore.db.compaction import CommitContext
+from memstore.policy import CompactionPlan, plan_compaction
+
+LIMITS = MemoryLimits(hard=10_000, target=30, keep_recent=1)
+count = WordEstimator().count
+
+
+async def filled(store: MemoryStore, n: int = 6) -> None:
+    memory = store.session("p", limits=LIMITS, estimator=WordEstimator())
+    for i in range(n):
+        await memory.add("user", f"item {i} has five words")
+
+
+async def plan_as(store: MemoryStore, owner: str, now: float) -> tuple[int, CompactionPlan]:
+    token = await compaction.acquire_lease(store.database, "p", owner, 10.0, now)
+    assert token is not None
+    snap = await reads.snapshot(store.database, "p")
+    assert snap is not None
+    plan = plan_compaction(
+        snap, LIMITS, count, lambda prev, items: f"by {owner} {token}", force=True
+    )
+    return token, plan
+
+
+def ctx(owner: str, token: int) -> CommitContext:
+    return CommitContext(
+        owner=owner,
+        lease_token=token,
+        trigger="manual",
+        summarizer="t",
+        limits=LIMITS,
+        worker_host="h",
+        worker_pid=1,
+        started_at=reads.utcnow(),
+        summarize_seconds=0.0,
+        attempts=1,
+    )
+
+
+async def test_a_held_lease_is_not_granted_twice(store: MemoryStore) -> None:
+    await filled(store)
+    assert await compaction.acquire_lease(store.database, "p", "w1", 10.0, 100.0) == 1
+    assert await compaction.acquire_lease(store.database, "p", "w2", 10.0, 105.0) is None
+    assert await compaction.acquire_lease(store.database, "p", "w2", 10.0, 111.0) == 2
+
+
+async def test_fencing_rejects_the_same_worker_after_its_lease_expired(store: MemoryStore) -> None:
+    await filled(store)
+    old_token, old_plan = await plan_as(store, "w1", 100.0)
+    new_token, new_plan = await plan_as(store, "w1", 111.0)  # expired, re-acquired
+    before = await store.session_info("p")
+    with pytest.raises(CompactionConflictError):
+        await compaction.commit_compaction(store.database, old_plan, ctx("w1", old_token))
+    assert await store.session_info("p") == before  # nothing written
+    report = await compaction.commit_compaction(store.database, new_plan, ctx("w1", new_token))
+    assert report.compaction_count == 1
+
+
+async def test_a_taken_over_lease_fences_the_old_holder(store: MemoryStore) -> None:
+    await filled(store)
+    token1, plan1 = await plan_as(store, "w1", 100.0)
+    token2, plan2 = await plan_as(store, "w2", 111.0)
+    await compaction.commit_compaction(store.database, plan2, ctx("w2", token2))
+    with pytest.raises(CompactionConflictError) as raised:
+        await compaction.commit_compaction(store.database, plan1, ctx("w1", token1))
+    assert (raised.value.expected, raised.value.actual) == (0, 1)
+    assert [r.summary_action for r in await (await store.attach("p")).reports()] == ["replaced"]
+    assert await store.check() == []
+
+
+async def test_a_plan_commits_at_most_once(store: MemoryStore) -> None:
+    await filled(store)
+    token, plan = await plan_as(store, "w1", 100.0)
+    await compaction.commit_compaction(store.database, plan, ctx("w1", token))
+    with pytest.raises(CompactionConflictError):
+        await compaction.commit_compaction(store.database, plan, ctx("w1", token))
+    assert (await store.session_info("p")).compaction_count == 1
+
+
+async def test_appends_during_a_compaction_are_kept_and_counted(store: MemoryStore) -> None:
+    await filled(store)
+    token, plan = await plan_as(store, "w1", 100.0)
+    memory = store.session("p", limits=LIMITS, estimator=WordEstimator())
+    late = [await memory.add("user", f"late {i} arrives meanwhile") for i in range(3)]
+    report = await compaction.commit_compaction(store.database, plan, ctx("w1", token))
+    active = [i.id for i in await memory.items()]
+    assert active[-3:] == [i.id for i in late]
+    assert report.after_tokens == await memory.estimated_tokens()
+    assert report.after_tokens == plan.after_tokens + 3 * (4 + 4)
+    assert await store.check() == []
