@@ -124,13 +124,13 @@ def main() -> None:
     rows = []
     for sync in ("NORMAL", "FULL"):
         base = measure(
-            f"raw sqlite3 (WAL, {sync})", lambda p: raw_sqlite(p, texts, sync), args.rounds
+            f"raw sqlite3 (WAL, {sync})", lambda p, s=sync: raw_sqlite(p, texts, s), args.rounds
         )
         rows.append((f"raw sqlite3, WAL, synchronous={sync}", base, base))
         for tiktoken in (False, True):
             label = f"memstore add, {'tiktoken' if tiktoken else 'words'}, {sync}"
             rate = measure(
-                label, lambda p, t=tiktoken: memstore_appends(p, texts, sync, t), args.rounds
+                label, lambda p, t=tiktoken, s=sync: memstore_appends(p, texts, s, t), args.rounds
             )
             rows.append((label, rate, base))
     print(f"\n{args.n} durable single appends of ~200-word messages, median of {args.rounds}")
