@@ -7,6 +7,7 @@ a typo in a deployment fails at start-up with a message an operator can act on.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -48,9 +49,14 @@ def require_int(name: str, value: object, *, minimum: int | None = None) -> int:
 
 
 def require_positive_float(name: str, value: object) -> float:
-    """Return ``value`` as a float if it is a positive number."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        raise ConfigurationError(name, f"must be a positive number, got {value!r}")
+    """Return ``value`` as a float if it is a positive, finite number (NaN and inf refused)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ConfigurationError(name, f"must be a positive finite number, got {value!r}")
     return float(value)
 
 

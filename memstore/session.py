@@ -172,6 +172,8 @@ class SessionMemory:
             The report, or ``None`` when there was nothing to compact or another worker
             holds the compaction lease (it is compacting this session right now).
         """
+        if await self._snapshot_checked() is None:  # refuse a wrong estimator before any write
+            return None
         return await self._compact("manual")
 
     async def _compact(self, trigger: str) -> CompactionReport | None:

@@ -3,6 +3,9 @@
 SQLite specifics, and why:
 
 * ``journal_mode=WAL``: readers never block the writer and the writer never blocks readers.
+  WAL is persistent (a property of the file), so it is switched on once, when the store is
+  opened (:func:`enable_wal`), not on every connection: the switch needs an exclusive lock,
+  and SQLite answers SQLITE_BUSY to it at once, without consulting the busy handler.
 * ``BEGIN IMMEDIATE`` for every write transaction: it takes the write lock up front, so a
   read-then-write transaction can never fail half-way with SQLITE_BUSY_SNAPSHOT (which the
   busy handler cannot retry). Reads use a plain (deferred) ``BEGIN``: a consistent snapshot.
@@ -19,7 +22,10 @@ recipe), and the pool also refuses, on checkout, any connection opened by anothe
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
+import time
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -34,6 +40,7 @@ from memstore.config import Settings
 from memstore.db.errors import translate_errors
 from memstore.errors import (
     DatabaseMissingError,
+    LockTimeoutError,
     NotADatabaseError,
     StorageError,
     ValidationError,
@@ -96,6 +103,36 @@ def prepare_sqlite_file(path: Path, *, create: bool = True) -> None:
         raise StorageError(f"cannot create {path}: {error.strerror}") from None
 
 
+#: Pause between attempts to switch a busy database to WAL.
+_WAL_RETRY_S = 0.02
+
+
+def enable_wal(path: Path, timeout_s: float) -> None:
+    """Put the SQLite file in WAL mode, retrying while another process holds a lock.
+
+    Raises:
+        LockTimeoutError: the file stayed locked for ``timeout_s``.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with (
+                translate_errors(),
+                contextlib.closing(
+                    sqlite3.connect(path, timeout=timeout_s, isolation_level=None)
+                ) as conn,
+            ):
+                mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+                if mode.lower() == "wal":
+                    return
+                conn.execute("PRAGMA journal_mode = WAL")
+                return
+        except LockTimeoutError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(_WAL_RETRY_S)
+
+
 def _install_sqlite_listeners(engine: AsyncEngine, settings: Settings) -> None:
     busy_ms = int(settings.busy_timeout_s * 1000)
 
@@ -107,9 +144,6 @@ def _install_sqlite_listeners(engine: AsyncEngine, settings: Settings) -> None:
             cursor.execute(f"PRAGMA busy_timeout = {busy_ms}")
             cursor.execute("PRAGMA foreign_keys = ON")
             cursor.execute(f"PRAGMA synchronous = {settings.sqlite_synchronous}")
-            cursor.execute("PRAGMA journal_mode")
-            if cursor.fetchone()[0].lower() != "wal":
-                cursor.execute("PRAGMA journal_mode = WAL")
         finally:
             cursor.close()
 
@@ -215,4 +249,5 @@ def open_database(
     path = sqlite_path(url)
     if path is not None:
         prepare_sqlite_file(path, create=create)
+        enable_wal(path, settings.busy_timeout_s)
     return Database(create_engine_for(url, settings), settings)

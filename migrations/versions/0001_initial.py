@@ -105,7 +105,7 @@ def upgrade() -> None:
             ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("id", name="pk_items"),
-        sa.UniqueConstraint("session_id", "seq", name="uq_items_session_id"),
+        sa.UniqueConstraint("session_id", "seq", name="uq_items_session_id_seq"),
         sa.UniqueConstraint(
             "session_id", "idempotency_key", name="uq_items_session_id_idempotency_key"
         ),
