@@ -113,17 +113,42 @@ class Settings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
-        """Build settings from ``MEMSTORE_*`` environment variables (defaults otherwise)."""
+        """Build settings from ``MEMSTORE_*`` environment variables (defaults otherwise).
+
+        Raises:
+            ConfigurationError: naming the *variable* that holds a bad value.
+        """
         env = os.environ if env is None else env
-        return cls(
-            max_item_bytes=env_int(env, "MEMSTORE_MAX_ITEM_BYTES", DEFAULT_MAX_ITEM_BYTES),
-            busy_timeout_s=_env_float(env, "MEMSTORE_BUSY_TIMEOUT", DEFAULT_BUSY_TIMEOUT_S),
-            summarizer_timeout_s=_env_float(
-                env, "MEMSTORE_SUMMARIZER_TIMEOUT", DEFAULT_SUMMARIZER_TIMEOUT_S
-            ),
-            lease_s=_env_float(env, "MEMSTORE_LEASE_SECONDS", DEFAULT_LEASE_S),
-            sqlite_synchronous=env.get("MEMSTORE_SQLITE_SYNCHRONOUS", DEFAULT_SQLITE_SYNCHRONOUS),
-        )
+        try:
+            return cls(
+                max_item_bytes=env_int(env, "MEMSTORE_MAX_ITEM_BYTES", DEFAULT_MAX_ITEM_BYTES),
+                busy_timeout_s=_env_float(env, "MEMSTORE_BUSY_TIMEOUT", DEFAULT_BUSY_TIMEOUT_S),
+                summarizer_timeout_s=_env_float(
+                    env, "MEMSTORE_SUMMARIZER_TIMEOUT", DEFAULT_SUMMARIZER_TIMEOUT_S
+                ),
+                lease_s=_env_float(env, "MEMSTORE_LEASE_SECONDS", DEFAULT_LEASE_S),
+                sqlite_synchronous=env.get(
+                    "MEMSTORE_SQLITE_SYNCHRONOUS", DEFAULT_SQLITE_SYNCHRONOUS
+                ),
+            )
+        except ConfigurationError as error:
+            raise rename_setting(error, SETTING_VARIABLES) from None
+
+
+#: Which environment variable feeds each field of :class:`Settings`.
+SETTING_VARIABLES = {
+    "max_item_bytes": "MEMSTORE_MAX_ITEM_BYTES",
+    "busy_timeout_s": "MEMSTORE_BUSY_TIMEOUT",
+    "summarizer_timeout_s": "MEMSTORE_SUMMARIZER_TIMEOUT",
+    "lease_s": "MEMSTORE_LEASE_SECONDS",
+    "sqlite_synchronous": "MEMSTORE_SQLITE_SYNCHRONOUS",
+}
+
+
+def rename_setting(error: ConfigurationError, variables: Mapping[str, str]) -> ConfigurationError:
+    """The same error, naming the environment variable that fed the offending field."""
+    variable = variables.get(error.field, error.field)
+    return ConfigurationError(variable, str(error).split(": ", 1)[-1])
 
 
 def default_database(env: Mapping[str, str] | None = None) -> str:

@@ -18,6 +18,7 @@ from memstore.config import (
     DEFAULT_KEEP_RECENT,
     DEFAULT_TARGET_LIMIT,
     env_int,
+    rename_setting,
     require_int,
 )
 from memstore.errors import ConfigurationError, KindRoleMismatchError, ValidationError
@@ -82,7 +83,7 @@ DEFAULT_KIND: Mapping[MemoryRole, MemoryKind] = {
 def _coerce(enum_type: type[enum.Enum], field_name: str, value: object) -> Any:
     if isinstance(value, enum_type):
         return value
-    if isinstance(value, bool):
+    if isinstance(value, (bool, float)):  # True == 1 and 10.0 == 10, but neither is meant
         raise ValidationError(field_name, f"unknown {field_name} {value!r}")
     try:
         return enum_type(value)
@@ -205,12 +206,18 @@ class MemoryLimits:
         hard = env_int(env, "MEMORY_HARD_LIMIT", DEFAULT_HARD_LIMIT)
         target = env_int(env, "MEMORY_TARGET_LIMIT", DEFAULT_TARGET_LIMIT)
         keep = env_int(env, "MEMORY_KEEP_RECENT", DEFAULT_KEEP_RECENT)
-        names = {"hard": "MEMORY_HARD_LIMIT", "target": "MEMORY_TARGET_LIMIT"}
         try:
             return cls(hard=hard, target=target, keep_recent=keep)
         except ConfigurationError as exc:
-            var = names.get(exc.field, "MEMORY_KEEP_RECENT")
-            raise ConfigurationError(var, str(exc).split(": ", 1)[1]) from None
+            raise rename_setting(exc, LIMIT_VARIABLES) from None
+
+
+#: Which environment variable feeds each field of :class:`MemoryLimits`.
+LIMIT_VARIABLES = {
+    "hard": "MEMORY_HARD_LIMIT",
+    "target": "MEMORY_TARGET_LIMIT",
+    "keep_recent": "MEMORY_KEEP_RECENT",
+}
 
 
 @dataclass(frozen=True, slots=True)

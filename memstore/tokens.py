@@ -191,6 +191,10 @@ class TiktokenEstimator:
             encoding = tiktoken.model.encoding_name_for_model(model)
         except KeyError:
             raise ValidationError("model", f"no known tiktoken encoding for {model!r}") from None
+        if encoding not in _ENCODING_SHAPES:
+            raise ValidationError(
+                "model", f"{model!r} uses {encoding}, which memstore cannot load offline"
+            )
         return cls(encoding)
 
     def count(self, text: str) -> int:

@@ -10,20 +10,21 @@ import re
 from memstore.errors import ValidationError
 
 #: Session ids travel in URLs, file names and log lines: keep them to a safe alphabet.
-SESSION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}")
+#: No "/": ids end up in file names (exports) and must never name a path.
+SESSION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 #: Idempotency keys are opaque, but bounded and printable.
 MAX_IDEMPOTENCY_KEY_CHARS = 200
 
 
 def validate_session_id(session_id: object) -> str:
-    """Return ``session_id`` if valid: 1-128 chars of ``[A-Za-z0-9._:@/-]``, alphanumeric first."""
+    """Return ``session_id`` if valid: 1-128 chars of ``[A-Za-z0-9._:@-]``, alphanumeric first."""
     if not isinstance(session_id, str):
         raise ValidationError("session_id", f"must be a string, got {type(session_id).__name__}")
     if not SESSION_ID_PATTERN.fullmatch(session_id):
         raise ValidationError(
             "session_id",
             f"{session_id[:60]!r} is not a valid id (1-128 characters of letters, digits "
-            "and ._:@/-, starting with a letter or digit)",
+            "and ._:@-, starting with a letter or digit)",
         )
     return session_id
 

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
@@ -94,7 +95,7 @@ def words() -> WordEstimator:
 
 def row_counts(path: Path) -> dict[str, int]:
     """Rows per memstore table, read with the raw sqlite3 module (not through memstore)."""
-    with sqlite3.connect(path) as conn:
+    with contextlib.closing(sqlite3.connect(path)) as conn:
         return {
             table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
             for table in ("sessions", "items", "compactions", "summaries")
