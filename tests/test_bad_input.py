@@ -44,6 +44,7 @@ from memstore import (
     SchemaTooNewError,
     SessionMemory,
     Settings,
+    StorageFullError,
     ValidationError,
     WordEstimator,
 )
@@ -804,3 +805,33 @@ async def test_new_database_files_are_private(db_path: Path, umask: int) -> None
         os.umask(previous)
     assert set(modes.values()) == {"0o600"}, modes
     assert oct(db_path.stat().st_mode & 0o777) == "0o600"
+
+
+# -- a full disk -------------------------------------------------------------------------------
+
+
+async def test_full_database_is_a_typed_error_and_writes_nothing(tmp_path: Path) -> None:
+    """SQLITE_FULL, produced the portable way: a page budget the next write cannot fit."""
+    from sqlalchemy import event
+
+    path = tmp_path / "full.db"
+    async with MemoryStore.open(path) as store:
+        memory = store.session("s", limits=LIMITS, estimator=WordEstimator())
+        await memory.add("user", "first item")
+        engine = store.database.engine
+        await engine.dispose()  # new connections only, so each one gets the budget below
+
+        @event.listens_for(engine.sync_engine, "connect")
+        def _cap(dbapi_connection: object, _record: object) -> None:
+            cursor = dbapi_connection.cursor()  # type: ignore[attr-defined]
+            cursor.execute("PRAGMA page_count")
+            pages = cursor.fetchone()[0]
+            cursor.execute(f"PRAGMA max_page_count = {pages}")
+            cursor.close()
+
+        before = state(path)
+        with pytest.raises(StorageFullError) as info:
+            await memory.add("user", "x " * 20_000)
+        assert "full" in str(info.value)
+        assert "x x x" not in str(info.value)  # the message never echoes stored content
+    assert state(path) == before
