@@ -29,6 +29,7 @@ from sqlalchemy import func, insert, select, update
 
 from memstore.db.engine import Database
 from memstore.db.reads import (
+    report_from_record,
     session_total,
     utcnow,
 )
@@ -159,34 +160,33 @@ async def commit_compaction(
             )
         number, version = row.compaction_count, row.version
         after_tokens = session_total(row.active_tokens, row.summary_tokens)
-        await conn.execute(
-            insert(compactions).values(
-                session_id=snap.session_id,
-                number=number,
-                snapshot_version=snap.version,
-                committed_version=version,
-                trigger=ctx.trigger,
-                before_tokens=plan.before_tokens,
-                after_tokens=after_tokens,
-                items_dropped=len(plan.dropped),
-                items_summarized=len(plan.summarized),
-                items_evicted=len(plan.evicted),
-                summary_action=plan.summary_action,
-                summary_tokens=plan.summary_tokens if plan.summary is not None else None,
-                summary_error=plan.summary_error,
-                summarizer=ctx.summarizer,
-                worker_host=ctx.worker_host,
-                worker_pid=ctx.worker_pid,
-                started_at=ctx.started_at,
-                finished_at=finished,
-                summarize_seconds=ctx.summarize_seconds,
-                attempts=ctx.attempts,
-                hard_limit=ctx.limits.hard,
-                target_limit=ctx.limits.target,
-                keep_recent=ctx.limits.keep_recent,
-                usage=ctx.usage,
-            )
-        )
+        record = {
+            "session_id": snap.session_id,
+            "number": number,
+            "snapshot_version": snap.version,
+            "committed_version": version,
+            "trigger": ctx.trigger,
+            "before_tokens": plan.before_tokens,
+            "after_tokens": after_tokens,
+            "items_dropped": len(plan.dropped),
+            "items_summarized": len(plan.summarized),
+            "items_evicted": len(plan.evicted),
+            "summary_action": plan.summary_action,
+            "summary_tokens": plan.summary_tokens if plan.summary is not None else None,
+            "summary_error": plan.summary_error,
+            "summarizer": ctx.summarizer,
+            "worker_host": ctx.worker_host,
+            "worker_pid": ctx.worker_pid,
+            "started_at": ctx.started_at,
+            "finished_at": finished,
+            "summarize_seconds": ctx.summarize_seconds,
+            "attempts": ctx.attempts,
+            "hard_limit": ctx.limits.hard,
+            "target_limit": ctx.limits.target,
+            "keep_recent": ctx.limits.keep_recent,
+            "usage": ctx.usage,
+        }
+        await conn.execute(insert(compactions).values(**record))
         if plan.summary is not None and plan.summary_action in ("replaced", "trimmed"):
             await conn.execute(
                 insert(summaries).values(
@@ -223,27 +223,4 @@ async def commit_compaction(
             # Defence in depth: the CAS above makes this unreachable unless the ledger was
             # edited by hand. Raising rolls the whole compaction back.
             raise CompactionConflictError(snap.session_id, expected=len(removed), actual=updated)
-    return CompactionReport(
-        session_id=snap.session_id,
-        compaction_count=number,
-        before_tokens=plan.before_tokens,
-        after_tokens=after_tokens,
-        items_dropped=len(plan.dropped),
-        items_summarized=len(plan.summarized),
-        items_evicted=len(plan.evicted),
-        summary_error=plan.summary_error,
-        removed=removed,
-        summarizer=ctx.summarizer,
-        trigger=ctx.trigger,
-        summary_action=plan.summary_action,
-        summary_tokens=plan.summary_tokens if plan.summary is not None else None,
-        worker_host=ctx.worker_host,
-        worker_pid=ctx.worker_pid,
-        started_at=ctx.started_at,
-        finished_at=finished,
-        summarize_seconds=ctx.summarize_seconds,
-        snapshot_version=snap.version,
-        committed_version=version,
-        attempts=ctx.attempts,
-        usage=ctx.usage,
-    )
+    return report_from_record(record, removed)

@@ -6,6 +6,7 @@ session row and its active items are consistent with each other.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -154,32 +155,38 @@ async def estimator_of(db: Database, session_id: str) -> str | None:
         return await existing_estimator(conn, session_id)
 
 
-def row_to_report(row: Row[Any], removed: dict[str, str]) -> CompactionReport:
-    """A ``compactions`` row (+ its removed items) as a :class:`CompactionReport`."""
+def report_from_record(record: Mapping[str, Any], removed: Mapping[str, str]) -> CompactionReport:
+    """A ``compactions`` record (a row mapping, or the values just inserted) as a report."""
     return CompactionReport(
-        session_id=row.session_id,
-        compaction_count=row.number,
-        before_tokens=row.before_tokens,
-        after_tokens=row.after_tokens,
-        items_dropped=row.items_dropped,
-        items_summarized=row.items_summarized,
-        items_evicted=row.items_evicted,
-        summary_error=row.summary_error,
+        session_id=record["session_id"],
+        compaction_count=record["number"],
         removed=removed,
-        summarizer=row.summarizer,
-        trigger=row.trigger,
-        summary_action=row.summary_action,
-        summary_tokens=row.summary_tokens,
-        worker_host=row.worker_host,
-        worker_pid=row.worker_pid,
-        started_at=row.started_at,
-        finished_at=row.finished_at,
-        summarize_seconds=row.summarize_seconds,
-        snapshot_version=row.snapshot_version,
-        committed_version=row.committed_version,
-        attempts=row.attempts,
-        usage=row.usage,
+        **{name: record[name] for name in _REPORT_COLUMNS},
     )
+
+
+#: Report fields stored under their own name in the ``compactions`` table.
+_REPORT_COLUMNS = (
+    "before_tokens",
+    "after_tokens",
+    "items_dropped",
+    "items_summarized",
+    "items_evicted",
+    "summary_error",
+    "summarizer",
+    "trigger",
+    "summary_action",
+    "summary_tokens",
+    "worker_host",
+    "worker_pid",
+    "started_at",
+    "finished_at",
+    "summarize_seconds",
+    "snapshot_version",
+    "committed_version",
+    "attempts",
+    "usage",
+)
 
 
 async def reports(db: Database, session_id: str) -> list[CompactionReport]:
@@ -200,7 +207,7 @@ async def reports(db: Database, session_id: str) -> list[CompactionReport]:
         removed: dict[int, dict[str, str]] = {}
         for item_id, fate, number in fates:
             removed.setdefault(number, {})[item_id] = fate
-    return [row_to_report(row, removed.get(row.number, {})) for row in rows]
+    return [report_from_record(row._mapping, removed.get(row.number, {})) for row in rows]
 
 
 async def active_items(db: Database, session_id: str) -> list[MemoryItem]:
