@@ -155,7 +155,7 @@ async def estimator_of(db: Database, session_id: str) -> str | None:
         return await existing_estimator(conn, session_id)
 
 
-def report_from_record(record: Mapping[str, Any], removed: Mapping[str, str]) -> CompactionReport:
+def report_from_record(record: Mapping[Any, Any], removed: Mapping[str, str]) -> CompactionReport:
     """A ``compactions`` record (a row mapping, or the values just inserted) as a report."""
     return CompactionReport(
         session_id=record["session_id"],
