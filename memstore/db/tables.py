@@ -92,6 +92,12 @@ sessions = Table(
     Column("lease_expires_at", Float, nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+    # Where the recorded history starts after `memstore prune` (0 / NULL: never pruned).
+    Column("pruned_items", Integer, nullable=False, server_default="0"),
+    Column("pruned_compactions", Integer, nullable=False, server_default="0"),
+    Column("base_version", Integer, nullable=False, server_default="0"),
+    Column("base_summary", Text, nullable=True),
+    Column("base_summary_tokens", Integer, nullable=True),
 )
 
 compactions = Table(
