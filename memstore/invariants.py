@@ -2,8 +2,9 @@
 
 For every session:
 
-* **the ledger balances**: every appended item (seq 1..N, no gaps) is either active or was
-  removed by exactly one committed compaction, and the session's cached counters (items,
+* **the ledger balances**: every appended item (seq 1..N, no gaps; after ``prune``, the
+  pruned ones are counted on the session row) is either active or was removed by exactly
+  one committed compaction, and the session's cached counters (items,
   active items, active tokens) equal what the item rows say;
 * **the event clock adds up**: the session version equals appends + compactions, and the
   versions recorded by items and compactions are distinct and within it;
@@ -57,10 +58,17 @@ def check_ledger(ledger: Ledger) -> list[Violation]:
 def _check_items(ledger: Ledger, fail: Fail) -> None:
     session, items = ledger.session, ledger.items
     seqs = [item["seq"] for item in items]
-    if seqs != list(range(1, len(items) + 1)):
+    pruned = session["pruned_items"]
+    if len(set(seqs)) != len(seqs) or any(not 1 <= seq <= session["last_seq"] for seq in seqs):
+        fail("seq", f"item seqs are not distinct values in 1..{session['last_seq']}")
+    elif not pruned and seqs != list(range(1, len(items) + 1)):
         fail("seq", f"item seqs are not 1..{len(items)} without gaps")
-    if session["last_seq"] != len(items):
-        fail("ledger", f"session counts {session['last_seq']} items, {len(items)} rows exist")
+    if session["last_seq"] != len(items) + pruned:
+        fail(
+            "ledger",
+            f"session counts {session['last_seq']} items, {len(items)} rows exist "
+            f"and {pruned} were pruned",
+        )
     active = [item for item in items if item["fate"] is None]
     if session["active_items"] != len(active):
         fail("ledger", f"session says {session['active_items']} active, rows say {len(active)}")
@@ -80,10 +88,12 @@ def _check_items(ledger: Ledger, fail: Fail) -> None:
 def _check_compactions(ledger: Ledger, fail: Fail) -> None:
     session, comps = ledger.session, ledger.compactions
     numbers = [c["number"] for c in comps]
-    if numbers != list(range(1, len(comps) + 1)):
-        fail("compactions", f"compaction numbers {numbers} are not 1..{len(comps)}")
-    if session["compaction_count"] != len(comps):
-        fail("compactions", f"session counts {session['compaction_count']}, {len(comps)} exist")
+    first = session["pruned_compactions"] + 1
+    if numbers != list(range(first, session["compaction_count"] + 1)):
+        fail(
+            "compactions",
+            f"compaction numbers {numbers[:5]}... are not {first}..{session['compaction_count']}",
+        )
     by_number = {c["number"]: c for c in comps}
     tally: Counter[tuple[int, str]] = Counter()
     for item in ledger.items:
@@ -130,8 +140,8 @@ def _check_summary(ledger: Ledger, fail: Fail) -> None:
     if (session["summary"] is None) != (session["summary_tokens"] is None):
         fail("summary", "summary text and summary tokens disagree on whether one exists")
     if not ledger.compactions:
-        if session["summary"] is not None:
-            fail("summary", "a summary exists but no compaction produced it")
+        if session["summary"] != session["base_summary"]:
+            fail("summary", "the summary is neither the pruned base summary nor produced")
         return
     last = ledger.compactions[-1]
     if last["summary_action"] == "removed":
@@ -140,7 +150,10 @@ def _check_summary(ledger: Ledger, fail: Fail) -> None:
         return
     produced = [s for s in ledger.summaries if s["compaction_number"] <= last["number"]]
     if session["summary"] is not None:
-        if not produced or produced[-1]["content"] != session["summary"]:
+        if not produced:
+            if session["summary"] != session["base_summary"]:
+                fail("summary", "the stored summary is not the last one produced")
+        elif produced[-1]["content"] != session["summary"]:
             fail("summary", "the stored summary is not the last one produced")
         elif produced[-1]["estimated_tokens"] != session["summary_tokens"]:
             fail("summary", "summary tokens differ from the recorded summary")

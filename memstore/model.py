@@ -340,3 +340,28 @@ class SessionInfo:
             "created_at": self.created_at.isoformat(),
             "updated_at": self.updated_at.isoformat(),
         }
+
+
+@dataclass(frozen=True)
+class SessionHistory:
+    """Everything recorded about one session, for replay, export and audits.
+
+    Attributes:
+        info: The session's header as stored now.
+        summary: The current summary as stored now.
+        items: Every recorded item (active and removed), by seq.
+        reports: Every recorded compaction, oldest first.
+        summaries: The summary each compaction produced, by compaction number.
+        base_version: Where the recorded history starts (0 unless ``prune`` removed some).
+        base_summary: The summary in force at ``base_version``.
+        base_summary_tokens: Its estimated tokens.
+    """
+
+    info: SessionInfo
+    summary: str | None
+    items: tuple[MemoryItem, ...]
+    reports: tuple[CompactionReport, ...]
+    summaries: Mapping[int, str]
+    base_version: int = 0
+    base_summary: str | None = None
+    base_summary_tokens: int | None = None

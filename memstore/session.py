@@ -176,6 +176,18 @@ class SessionMemory:
             return None
         return await self._compact("manual")
 
+    async def plan_compaction(self) -> CompactionPlan | None:
+        """What :meth:`compact` would do now, computed but not written (a dry run).
+
+        The summarizer *is* called (the plan depends on its answer); nothing is written and no
+        lease is taken. Returns ``None`` for a session that does not exist yet.
+        """
+        snap = await self._snapshot_checked()
+        if snap is None:
+            return None
+        plan, _seconds, _usage = await self._plan(snap, force=True, drop_noise=True)
+        return plan
+
     async def _compact(self, trigger: str) -> CompactionReport | None:
         last: CompactionReport | None = None
         attempt = 1  # plans made for the compaction being attempted (1 + lost races)

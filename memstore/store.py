@@ -8,17 +8,22 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from collections.abc import Generator
+from collections.abc import Generator, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from types import TracebackType
 from typing import Any
 
 from memstore.config import Settings
-from memstore.db import Database, audit, open_database, reads
-from memstore.db.migrate import ensure_schema
+from memstore.db import Database, audit, open_database, reads, transfer
+from memstore.db import prune as pruning
+from memstore.db.history import load_history
+from memstore.db.migrate import database_revision, ensure_schema, head_revision
 from memstore.errors import SessionNotFoundError
 from memstore.invariants import Violation, check_ledger
 from memstore.model import (
     MemoryLimits,
+    SessionHistory,
     SessionInfo,
 )
 from memstore.session import SessionMemory
@@ -179,6 +184,56 @@ class MemoryStore:
             found += check_ledger(ledger)
         return found
 
+    async def history(self, session_id: str) -> SessionHistory:
+        """Everything recorded about a session (for replay and audits).
+
+        Raises:
+            SessionNotFoundError: no such session.
+        """
+        return await load_history(self._db, validate_session_id(session_id))
+
+    async def export_session(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's rows as JSON-ready records (write one per line for JSON Lines).
+
+        Raises:
+            SessionNotFoundError: no such session.
+        """
+        return await transfer.export_records(self._db, validate_session_id(session_id))
+
+    async def import_session(self, records: Iterable[Mapping[str, Any]]) -> str:
+        """Insert an exported session, in one transaction; return its id.
+
+        Raises:
+            ValidationError: a malformed record (nothing written).
+            ConflictError: a session with that id exists here already (nothing written).
+        """
+        return await transfer.import_records(self._db, records)
+
+    async def prune(
+        self,
+        session_id: str,
+        *,
+        before_version: int | None = None,
+        before: datetime | None = None,
+    ) -> tuple[int, int]:
+        """Delete compactions committed before a version (or time) and the items they removed.
+
+        The working memory is untouched and the remaining history still replays and verifies.
+
+        Returns:
+            (compactions deleted, items deleted).
+        """
+        return await pruning.prune(
+            self._db,
+            validate_session_id(session_id),
+            before_version=before_version,
+            before_time=before,
+        )
+
+    async def purge(self, session_id: str) -> int:
+        """Delete a session and its whole history; return how many items were deleted."""
+        return await pruning.purge(self._db, validate_session_id(session_id))
+
     async def close(self) -> None:
         """Close the store's connections."""
         await self._db.close()
@@ -223,3 +278,42 @@ class _Opening:
     ) -> None:
         if self._store is not None:
             await self._store.close()
+
+
+@dataclass(frozen=True)
+class SchemaStatus:
+    """Where a database's schema stands: its revision and the newest this code knows."""
+
+    current: str | None
+    head: str
+
+    @property
+    def up_to_date(self) -> bool:
+        """True when the database is at head."""
+        return self.current == self.head
+
+
+async def schema_status(
+    url_or_path: str | os.PathLike[str], *, upgrade: bool = False, settings: Settings | None = None
+) -> tuple[SchemaStatus, SchemaStatus]:
+    """Read (and with ``upgrade``, bring to head) a database's schema revision.
+
+    Unlike :meth:`MemoryStore.open` this works on an outdated database without upgrading it.
+
+    Returns:
+        The status before and after (the same unless an upgrade ran).
+
+    Raises:
+        DatabaseMissingError: there is no database there.
+        SchemaTooNewError: a newer memstore wrote it (with ``upgrade``).
+    """
+    database = open_database(url_or_path, settings or Settings.from_env(), create=upgrade)
+    try:
+        head = head_revision()
+        before = SchemaStatus(await database_revision(database), head)
+        if upgrade:
+            await ensure_schema(database, upgrade=True)
+            return before, SchemaStatus(await database_revision(database), head)
+        return before, before
+    finally:
+        await database.close()

@@ -42,11 +42,25 @@ def main(ctx: click.Context, db: str) -> None:
 
 
 def _register() -> None:
-    from memstore.cli import check, demo, show
+    from memstore.cli import check, db, demo, inspect, replay, transfer, write
 
-    main.add_command(check.check)
-    main.add_command(demo.demo)
-    main.add_command(show.show)
+    for command in (
+        check.check,
+        db.db_group,
+        demo.demo,
+        inspect.list_sessions,
+        inspect.show_session,
+        inspect.show_reports,
+        inspect.show_input,
+        replay.replay_session,
+        transfer.export_session,
+        transfer.import_session,
+        transfer.prune_session,
+        transfer.purge_session,
+        write.add_item,
+        write.compact_session,
+    ):
+        main.add_command(command)
 
 
 _register()

@@ -19,9 +19,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 PREVIEW_CHARS = 80
 
 
-def console() -> Console:
+def console(*, stderr: bool = False) -> Console:
     """A console for people (rich drops colour itself when stdout is no terminal or NO_COLOR)."""
-    return Console(highlight=False, soft_wrap=False)
+    return Console(highlight=False, soft_wrap=False, stderr=stderr)
 
 
 def run_with_store(

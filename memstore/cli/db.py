@@ -1,0 +1,41 @@
+"""``memstore db upgrade`` and ``memstore db current``: the schema revision."""
+
+from __future__ import annotations
+
+import asyncio
+
+import click
+
+from memstore.cli.output import json_option, print_json
+from memstore.store import schema_status
+
+
+@click.group("db")
+def db_group() -> None:
+    """The database schema (Alembic revisions)."""
+
+
+@db_group.command("current")
+@json_option
+@click.pass_context
+def db_current(ctx: click.Context, as_json: bool) -> None:
+    """Print the database's schema revision and the newest this memstore knows."""
+    status, _ = asyncio.run(schema_status(ctx.find_root().obj))
+    if as_json:
+        print_json(
+            {"current": status.current, "head": status.head, "up_to_date": status.up_to_date}
+        )
+        return
+    state = "up to date" if status.up_to_date else "needs `memstore db upgrade`"
+    click.echo(f"current {status.current or '(empty)'}, head {status.head}: {state}")
+
+
+@db_group.command("upgrade")
+@click.pass_context
+def db_upgrade(ctx: click.Context) -> None:
+    """Create the database or upgrade its schema to the newest revision."""
+    before, after = asyncio.run(schema_status(ctx.find_root().obj, upgrade=True))
+    if before.current == after.current:
+        click.echo(f"already at {after.current}")
+    else:
+        click.echo(f"upgraded {before.current or '(empty)'} -> {after.current}")

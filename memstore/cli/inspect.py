@@ -1,0 +1,169 @@
+"""Read-only commands: ``sessions``, ``show``, ``reports``, ``input``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.panel import Panel
+from rich.table import Table
+
+from memstore.cli.output import console, json_option, preview, print_json, run_with_store
+from memstore.model import CompactionReport, MemoryItem, SessionInfo
+from memstore.store import MemoryStore
+
+
+def items_table(title: str, items: list[MemoryItem], *, full: bool, fates: bool) -> Table:
+    """A table of items (seq, kind, priority, tokens, content; fate columns if asked)."""
+    table = Table(title=title, title_justify="left", expand=False)
+    table.add_column("seq", justify="right")
+    table.add_column("kind")
+    table.add_column("priority")
+    table.add_column("tokens", justify="right")
+    if fates:
+        table.add_column("fate")
+        table.add_column("compaction", justify="right")
+    table.add_column("content", overflow="fold")
+    for item in items:
+        row = [str(item.seq), item.kind.value, item.priority.name, str(item.estimated_tokens)]
+        if fates:
+            row += [item.fate.value if item.fate else "", f"#{item.removed_by}"]
+        table.add_row(*row, preview(item.content, full))
+    return table
+
+
+def totals_line(info: SessionInfo) -> str:
+    """Tokens against limits, items and compactions, on one line."""
+    limits = info.limits
+    return (
+        f"tokens {info.total_tokens} (hard {limits.hard}, target {limits.target}, "
+        f"keep recent {limits.keep_recent}) · items {info.active_items} active of "
+        f"{info.items_total} · compactions {info.compaction_count} · version {info.version} · "
+        f"estimator {info.estimator}"
+    )
+
+
+@click.command("sessions")
+@json_option
+@click.pass_context
+def list_sessions(ctx: click.Context, as_json: bool) -> None:
+    """List sessions: active items, tokens against limits, compactions, last update."""
+    infos = run_with_store(ctx, lambda store: store.sessions())
+    if as_json:
+        print_json([info.to_dict() for info in infos])
+        return
+    table = Table(title="sessions", title_justify="left")
+    for name, justify in (
+        ("session", "left"),
+        ("active items", "right"),
+        ("tokens", "right"),
+        ("hard / target", "right"),
+        ("compactions", "right"),
+        ("updated (UTC)", "left"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for info in infos:
+        table.add_row(
+            info.id,
+            f"{info.active_items} of {info.items_total}",
+            str(info.total_tokens),
+            f"{info.limits.hard} / {info.limits.target}",
+            str(info.compaction_count),
+            info.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
+        )
+    console().print(table if infos else "no sessions yet")
+
+
+async def _load_show(
+    store: MemoryStore, session_id: str, with_forgotten: bool
+) -> tuple[SessionInfo, str | None, list[MemoryItem], list[MemoryItem]]:
+    memory = await store.attach(session_id)
+    info = await store.session_info(session_id)
+    active = await memory.items()
+    forgotten = await memory.forgotten_items() if with_forgotten else []
+    return info, await memory.summary(), active, forgotten
+
+
+@click.command("show")
+@click.argument("session_id", metavar="SESSION")
+@click.option("--all", "show_all", is_flag=True, help="Also list forgotten items and their fate.")
+@click.option("--full", is_flag=True, help="Print whole contents instead of previews.")
+@json_option
+@click.pass_context
+def show_session(
+    ctx: click.Context, session_id: str, show_all: bool, full: bool, as_json: bool
+) -> None:
+    """Show a session's summary, active items and totals."""
+    info, summary, active, forgotten = run_with_store(
+        ctx, lambda store: _load_show(store, session_id, show_all)
+    )
+    if as_json:
+        out: dict[str, Any] = {
+            "session": info.to_dict(),
+            "summary": summary,
+            "items": [item.to_dict() for item in active],
+        }
+        if show_all:
+            out["forgotten"] = [item.to_dict() for item in forgotten]
+        print_json(out)
+        return
+    out_console = console()
+    out_console.print(f"[bold]Session {info.id}[/bold]")
+    out_console.print(
+        Panel(summary or "(no summary yet)", title="summary", title_align="left", expand=False)
+    )
+    out_console.print(items_table("active items", active, full=full, fates=False))
+    if show_all:
+        out_console.print(items_table("forgotten items", forgotten, full=full, fates=True))
+    out_console.print(totals_line(info))
+
+
+def reports_table(reports: list[CompactionReport]) -> Table:
+    """One row per compaction report (``--json`` has every field)."""
+    table = Table(title="compaction reports", title_justify="left")
+    for name in ("#", "trigger", "tokens", "dropped", "summarized", "evicted", "summary", "by"):
+        table.add_column(name)
+    for r in reports:
+        summary = f"{r.summary_action} ({r.summary_tokens or 0})"
+        if r.summary_error:
+            summary += f"; error: {preview(r.summary_error)}"
+        table.add_row(
+            str(r.compaction_count),
+            r.trigger,
+            f"{r.before_tokens}->{r.after_tokens}",
+            str(r.items_dropped),
+            str(r.items_summarized),
+            str(r.items_evicted),
+            summary,
+            f"{r.summarizer or '-'} @ {r.worker_host}:{r.worker_pid}",
+        )
+    return table
+
+
+@click.command("reports")
+@click.argument("session_id", metavar="SESSION")
+@json_option
+@click.pass_context
+def show_reports(ctx: click.Context, session_id: str, as_json: bool) -> None:
+    """List a session's compaction reports, oldest first."""
+
+    async def load(store: MemoryStore) -> list[CompactionReport]:
+        return await (await store.attach(session_id)).reports()
+
+    reports = run_with_store(ctx, load)
+    if as_json:
+        print_json([report.to_dict() for report in reports])
+        return
+    console().print(reports_table(reports) if reports else "no compactions yet")
+
+
+@click.command("input")
+@click.argument("session_id", metavar="SESSION")
+@click.pass_context
+def show_input(ctx: click.Context, session_id: str) -> None:
+    """Print the exact Responses API input the session would send now, as JSON."""
+
+    async def load(store: MemoryStore) -> list[dict[str, Any]]:
+        return await (await store.attach(session_id)).build_model_input()
+
+    print_json(run_with_store(ctx, load))

@@ -1,0 +1,222 @@
+"""``memstore replay SESSION``: history in commit order, verified; ``--at``; what-if."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import asdict
+from typing import Any
+
+import click
+from rich.progress import Progress
+from rich.table import Table
+
+from memstore.cli.inspect import items_table
+from memstore.cli.output import console, preview, print_json, run_with_store
+from memstore.errors import ValidationError
+from memstore.model import MemoryLimits, SessionHistory
+from memstore.replay import (
+    Outcome,
+    ReplayEvent,
+    actual_outcome,
+    replay,
+    simulate,
+    state_at,
+    verify,
+)
+from memstore.responses import build_input
+from memstore.summarizers import ExtractiveSummarizer
+from memstore.tokens import estimator_from_name
+
+#: Replays longer than this show a progress bar (on a terminal).
+PROGRESS_THRESHOLD = 2000
+
+
+def _event_json(event: ReplayEvent) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "event": event.kind,
+        "version": event.version,
+        "tokens": event.tokens,
+        "active_items": event.items,
+    }
+    if event.item is not None:
+        out["item"] = event.item.to_dict()
+    if event.report is not None:
+        out["report"] = event.report.to_dict()
+        out["summary"] = event.summary
+    if event.problems:
+        out["problems"] = list(event.problems)
+    return out
+
+
+def _with_progress(events: list[ReplayEvent], label: str) -> Iterator[ReplayEvent]:
+    err = console(stderr=True)
+    if len(events) < PROGRESS_THRESHOLD or not err.is_terminal:
+        yield from events
+        return
+    with Progress(console=err, transient=True) as progress:
+        task = progress.add_task(label, total=len(events))
+        for event in events:
+            yield event
+            progress.advance(task)
+
+
+def _print_history(events: list[ReplayEvent]) -> None:
+    table = Table(title="history (commit order)", title_justify="left")
+    for name in ("version", "event", "detail", "tokens", "items"):
+        table.add_column(name)
+    for event in _with_progress(events, "replaying"):
+        if event.item is not None:
+            item = event.item
+            detail = f"+#{item.seq} {item.kind.value} {item.priority.name}: {preview(item.content)}"
+        else:
+            r = event.report
+            assert r is not None
+            detail = (
+                f"compaction #{r.compaction_count} ({r.trigger}): dropped {r.items_dropped}, "
+                f"summarized {r.items_summarized}, evicted {r.items_evicted}, "
+                f"summary {r.summary_action}"
+            )
+        table.add_row(str(event.version), event.kind, detail, str(event.tokens), str(event.items))
+    console().print(table)
+
+
+def _what_if(
+    history: SessionHistory, hard: int | None, target: int | None, keep: int | None, summarizer: str
+) -> tuple[Outcome, Outcome, MemoryLimits]:
+    recorded = history.info.limits
+    limits = MemoryLimits(
+        hard=recorded.hard if hard is None else hard,
+        target=recorded.target if target is None else target,
+        keep_recent=recorded.keep_recent if keep is None else keep,
+    )
+    estimator = estimator_from_name(history.info.estimator)
+    summarize = (
+        ExtractiveSummarizer(estimator=estimator).summarize if summarizer == "extractive" else None
+    )
+    return actual_outcome(history), simulate(history, limits, estimator.count, summarize), limits
+
+
+def _outcome_table(actual: Outcome, simulated: Outcome, limits: MemoryLimits) -> Table:
+    table = Table(
+        title=f"what-if: hard {limits.hard}, target {limits.target}, "
+        f"keep recent {limits.keep_recent}",
+        title_justify="left",
+    )
+    table.add_column("")
+    table.add_column("actual")
+    table.add_column("simulated")
+    for name in ("tokens", "items_kept", "compactions", "dropped", "summarized", "evicted"):
+        table.add_row(
+            name.replace("_", " "), str(getattr(actual, name)), str(getattr(simulated, name))
+        )
+    table.add_row(
+        "summary", preview(actual.summary or "(none)"), preview(simulated.summary or "(none)")
+    )
+    return table
+
+
+@click.command("replay")
+@click.argument("session_id", metavar="SESSION")
+@click.option(
+    "--at",
+    "at_version",
+    type=int,
+    default=None,
+    help="Show the working memory and model input as they were at VERSION.",
+)
+@click.option("--hard-limit", type=int, default=None, help="What-if: another hard limit.")
+@click.option("--target-limit", type=int, default=None, help="What-if: another target limit.")
+@click.option("--keep-recent", type=int, default=None, help="What-if: another keep-recent.")
+@click.option(
+    "--summarizer",
+    type=click.Choice(["extractive", "none"]),
+    default=None,
+    help="What-if: re-summarize with this summarizer ('none': evict instead).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Stream events as JSON lines.")
+@click.pass_context
+def replay_session(
+    ctx: click.Context,
+    session_id: str,
+    at_version: int | None,
+    hard_limit: int | None,
+    target_limit: int | None,
+    keep_recent: int | None,
+    summarizer: str | None,
+    as_json: bool,
+) -> None:
+    """Replay SESSION's history in commit order and verify it equals the stored state.
+
+    Exit 1 with the differences if it does not. With --at, show the past; with what-if
+    options, re-run the policy over the recorded items and compare.
+    """
+    history = run_with_store(ctx, lambda store: store.history(session_id))
+    if at_version is not None:
+        _show_at(history, at_version, as_json)
+        return
+    if any(v is not None for v in (hard_limit, target_limit, keep_recent, summarizer)):
+        actual, simulated, limits = _what_if(
+            history, hard_limit, target_limit, keep_recent, summarizer or "extractive"
+        )
+        if as_json:
+            print_json(
+                {
+                    "event": "what-if",
+                    "limits": asdict(limits),
+                    "actual": asdict(actual),
+                    "simulated": asdict(simulated),
+                }
+            )
+        else:
+            console().print(_outcome_table(actual, simulated, limits))
+        return
+    events = list(replay(history))
+    problems = verify(history, events)
+    if as_json:
+        for event in events:
+            click.echo(json.dumps(_event_json(event), default=str))
+        click.echo(
+            json.dumps({"event": "verified" if not problems else "mismatch", "problems": problems})
+        )
+    else:
+        _print_history(events)
+        for problem in problems:
+            click.echo(f"mismatch: {problem}", err=True)
+        click.echo(
+            "replay verified: the rebuilt working memory equals the stored state"
+            if not problems
+            else f"replay found {len(problems)} difference(s)"
+        )
+    if problems:
+        ctx.exit(1)
+
+
+def _show_at(history: SessionHistory, version: int, as_json: bool) -> None:
+    if not history.base_version <= version <= history.info.version:
+        raise ValidationError(
+            "at",
+            f"version must be within {history.base_version}..{history.info.version}, got {version}",
+        )
+    state = state_at(history, version)
+    model_input = build_input(state.items, state.summary)
+    if as_json:
+        print_json(
+            {
+                "version": version,
+                "tokens": state.total_tokens,
+                "summary": state.summary,
+                "items": [i.to_dict() for i in state.items],
+                "input": model_input,
+            }
+        )
+        return
+    out = console()
+    out.print(
+        f"[bold]{history.info.id} at version {version}[/bold]: {state.total_tokens} "
+        f"tokens, {len(state.items)} active items, {state.compaction_count} compactions"
+    )
+    out.print(f"summary: {state.summary or '(none)'}")
+    out.print(items_table("active items", state.items, full=False, fates=False))
+    out.print("model input:")
+    print_json(model_input)

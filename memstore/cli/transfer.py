@@ -1,0 +1,118 @@
+"""History as files and explicit deletion: ``export``, ``import``, ``prune``, ``purge``."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import IO, Any
+
+import click
+from rich.progress import Progress
+
+from memstore.cli.output import console, run_with_store
+from memstore.errors import ValidationError
+from memstore.store import MemoryStore
+
+#: Exports and imports longer than this show a progress bar (on a terminal).
+PROGRESS_THRESHOLD = 2000
+
+
+def _progress_lines(records: list[dict[str, Any]], label: str) -> list[str]:
+    err = console(stderr=True)
+    if len(records) < PROGRESS_THRESHOLD or not err.is_terminal:
+        return [json.dumps(r, ensure_ascii=False) for r in records]
+    lines: list[str] = []
+    with Progress(console=err, transient=True) as progress:
+        task = progress.add_task(label, total=len(records))
+        for record in records:
+            lines.append(json.dumps(record, ensure_ascii=False))
+            progress.advance(task)
+    return lines
+
+
+@click.command("export")
+@click.argument("session_id", metavar="SESSION")
+@click.option(
+    "-o",
+    "--output",
+    type=click.File("w", encoding="utf-8"),
+    default="-",
+    help="Write to FILE instead of standard output.",
+)
+@click.pass_context
+def export_session(ctx: click.Context, session_id: str, output: IO[str]) -> None:
+    """Write every item, summary and report of SESSION as JSON Lines."""
+    records = run_with_store(ctx, lambda store: store.export_session(session_id))
+    for line in _progress_lines(records, "exporting"):
+        output.write(line + "\n")
+
+
+def _read_records(source: IO[str]) -> list[Any]:
+    records = []
+    for number, line in enumerate(source, 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as error:
+            raise ValidationError(f"line {number}", f"is not JSON ({error.msg})") from None
+    return records
+
+
+@click.command("import")
+@click.argument("source", metavar="FILE", type=click.File("r", encoding="utf-8"))
+@click.pass_context
+def import_session(ctx: click.Context, source: IO[str]) -> None:
+    """Load a session exported with `memstore export` (FILE, or '-' for standard input)."""
+    records = _read_records(source)
+
+    async def load(store: MemoryStore) -> str:
+        return await store.import_session(records)
+
+    session_id = run_with_store(ctx, load, create=True)
+    click.echo(f"imported session {session_id} ({len(records)} records)")
+
+
+def parse_before(value: str) -> tuple[int | None, datetime | None]:
+    """``--before``: a session version (an integer) or an ISO 8601 date/time (UTC if naive)."""
+    if value.strip().isdigit():
+        return int(value), None
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ValidationError("before", f"{value!r} is neither a version nor an ISO date") from None
+    return None, moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+@click.command("prune")
+@click.argument("session_id", metavar="SESSION")
+@click.option(
+    "--before",
+    "before",
+    required=True,
+    metavar="VERSION|DATE",
+    help="Delete compactions committed before this version or time.",
+)
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+def prune_session(ctx: click.Context, session_id: str, before: str, yes: bool) -> None:
+    """Delete old compactions of SESSION and the items they removed (working memory stays)."""
+    version, moment = parse_before(before)
+    if not yes:
+        click.confirm(f"Delete the history of {session_id} before {before}?", abort=True)
+    compactions, items = run_with_store(
+        ctx, lambda store: store.prune(session_id, before_version=version, before=moment)
+    )
+    click.echo(f"pruned {compactions} compaction(s) and {items} forgotten item(s)")
+
+
+@click.command("purge")
+@click.argument("session_id", metavar="SESSION")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+def purge_session(ctx: click.Context, session_id: str, yes: bool) -> None:
+    """Delete SESSION and everything recorded about it."""
+    if not yes:
+        click.confirm(f"Delete session {session_id} and its whole history?", abort=True)
+    items = run_with_store(ctx, lambda store: store.purge(session_id))
+    click.echo(f"purged session {session_id} ({items} items)")

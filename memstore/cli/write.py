@@ -1,0 +1,169 @@
+"""Commands that change working memory: ``add`` and ``compact``."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+from rich.table import Table
+
+from memstore.cli.inspect import reports_table
+from memstore.cli.output import console, json_option, preview, print_json, run_with_store
+from memstore.errors import SessionNotFoundError
+from memstore.model import CompactionReport, MemoryItem, MemoryKind, MemoryRole, Priority
+from memstore.policy import CompactionPlan
+from memstore.session import SessionMemory
+from memstore.store import MemoryStore
+from memstore.tokens import TiktokenEstimator, TokenEstimator, WordEstimator
+
+ESTIMATORS = {"tiktoken": TiktokenEstimator, "words": WordEstimator}
+
+
+async def open_or_create(store: MemoryStore, session_id: str, estimator: str) -> SessionMemory:
+    """The existing session as recorded, or a new one counted with ``estimator``."""
+    try:
+        return await store.attach(session_id)
+    except SessionNotFoundError:
+        counter: TokenEstimator = ESTIMATORS[estimator]()
+        return store.session(session_id, estimator=counter)
+
+
+@click.command("add")
+@click.argument("session_id", metavar="SESSION")
+@click.argument("text", required=False)
+@click.option(
+    "--role", type=click.Choice([r.value for r in MemoryRole]), default="user", show_default=True
+)
+@click.option(
+    "--kind",
+    type=click.Choice([k.value for k in MemoryKind], case_sensitive=False),
+    default=None,
+    help="Default: from the role.",
+)
+@click.option(
+    "--priority",
+    type=click.Choice([p.name for p in Priority], case_sensitive=False),
+    default="NORMAL",
+    show_default=True,
+)
+@click.option("--idempotency-key", default=None, help="Makes a retried add safe.")
+@click.option(
+    "--estimator",
+    type=click.Choice(sorted(ESTIMATORS)),
+    default="tiktoken",
+    show_default=True,
+    help="For a new session only (an existing one keeps its own).",
+)
+@json_option
+@click.pass_context
+def add_item(
+    ctx: click.Context,
+    session_id: str,
+    text: str | None,
+    role: str,
+    kind: str | None,
+    priority: str,
+    idempotency_key: str | None,
+    estimator: str,
+    as_json: bool,
+) -> None:
+    """Append TEXT (or standard input when TEXT is omitted or '-') to SESSION.
+
+    A new session gets the limits of MEMORY_HARD_LIMIT / MEMORY_TARGET_LIMIT /
+    MEMORY_KEEP_RECENT and the extractive summarizer; compaction runs as in the API.
+    """
+    content = sys.stdin.read() if text in (None, "-") else text
+
+    async def run(store: MemoryStore) -> tuple[MemoryItem, int, list[CompactionReport]]:
+        memory = await open_or_create(store, session_id, estimator)
+        seen: list[CompactionReport] = []
+        memory.add_observer(seen.append)
+        item = await memory.add(
+            role,
+            content,
+            kind=kind,
+            priority=priority.upper(),  # type: ignore[arg-type]
+            idempotency_key=idempotency_key,
+        )
+        return item, await memory.estimated_tokens(), seen
+
+    item, total, reports = run_with_store(ctx, run, create=True)
+    if as_json:
+        print_json(
+            {
+                "item": item.to_dict(),
+                "total_tokens": total,
+                "compactions": [r.to_dict() for r in reports],
+            }
+        )
+        return
+    out = console()
+    out.print(
+        f"added #{item.seq} {item.kind.value} {item.priority.name} "
+        f"({item.estimated_tokens} tokens); session total {total}"
+    )
+    if reports:
+        out.print(reports_table(reports))
+
+
+def plan_table(plan: CompactionPlan) -> Table:
+    """What a compaction plan would remove, item by item."""
+    table = Table(title="planned removals (dry run: nothing written)", title_justify="left")
+    table.add_column("seq", justify="right")
+    table.add_column("fate")
+    table.add_column("tokens", justify="right")
+    table.add_column("content")
+    by_id = {item.id: item for item in plan.snapshot.items}
+    for item_id, fate in sorted(plan.removed.items(), key=lambda pair: by_id[pair[0]].seq):
+        item = by_id[item_id]
+        table.add_row(str(item.seq), fate, str(item.estimated_tokens), preview(item.content))
+    return table
+
+
+def plan_to_dict(plan: CompactionPlan) -> dict[str, Any]:
+    """A JSON-ready description of a plan."""
+    return {
+        "before_tokens": plan.before_tokens,
+        "after_tokens": plan.after_tokens,
+        "removed": dict(plan.removed),
+        "kept": [item.id for item in plan.kept],
+        "summary": plan.summary,
+        "summary_action": plan.summary_action,
+        "summary_tokens": plan.summary_tokens,
+        "summary_error": plan.summary_error,
+    }
+
+
+@click.command("compact")
+@click.argument("session_id", metavar="SESSION")
+@click.option("--dry-run", is_flag=True, help="Print the plan and write nothing.")
+@json_option
+@click.pass_context
+def compact_session(ctx: click.Context, session_id: str, dry_run: bool, as_json: bool) -> None:
+    """Compact SESSION now: drop noise, summarize unprotected items, enforce the target."""
+
+    async def run(store: MemoryStore) -> CompactionPlan | CompactionReport | None:
+        memory = await store.attach(session_id)
+        return await (memory.plan_compaction() if dry_run else memory.compact())
+
+    outcome = run_with_store(ctx, run)
+    if isinstance(outcome, CompactionPlan):
+        if as_json:
+            print_json({"dry_run": True, "plan": plan_to_dict(outcome)})
+            return
+        out = console()
+        out.print(plan_table(outcome))
+        out.print(
+            f"tokens {outcome.before_tokens} -> {outcome.after_tokens}; summary "
+            f"{outcome.summary_action}"
+            + (f"; error: {outcome.summary_error}" if outcome.summary_error else "")
+        )
+        return
+    if as_json:
+        print_json({"dry_run": False, "report": outcome.to_dict() if outcome else None})
+        return
+    if outcome is None:
+        console().print("nothing to compact (or another worker is compacting it now)")
+    else:
+        console().print(reports_table([outcome]))

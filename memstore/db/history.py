@@ -1,0 +1,56 @@
+"""A session's whole recorded history, read in one transaction (replay, export, prune)."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from memstore.db.engine import Database
+from memstore.db.reads import ITEM_COLUMNS, report_from_record, row_to_info, row_to_item
+from memstore.db.tables import compactions, items, sessions, summaries
+from memstore.errors import SessionNotFoundError
+from memstore.model import SessionHistory
+
+
+async def load_history(db: Database, session_id: str) -> SessionHistory:
+    """Every item, compaction and summary of the session, as one consistent snapshot.
+
+    Raises:
+        SessionNotFoundError: no such session.
+    """
+    async with db.read() as conn:
+        row = (await conn.execute(select(sessions).where(sessions.c.id == session_id))).first()
+        if row is None:
+            raise SessionNotFoundError(session_id)
+        all_items = [
+            row_to_item(r)
+            for r in await conn.execute(
+                select(*ITEM_COLUMNS).where(items.c.session_id == session_id).order_by(items.c.seq)
+            )
+        ]
+        comp_rows = list(
+            await conn.execute(
+                select(compactions)
+                .where(compactions.c.session_id == session_id)
+                .order_by(compactions.c.number)
+            )
+        )
+        summary_rows = await conn.execute(
+            select(summaries.c.compaction_number, summaries.c.content).where(
+                summaries.c.session_id == session_id
+            )
+        )
+        produced = {number: content for number, content in summary_rows}
+    removed: dict[int, dict[str, str]] = {}
+    for item in all_items:
+        if item.removed_by is not None and item.fate is not None:
+            removed.setdefault(item.removed_by, {})[item.id] = item.fate.value
+    return SessionHistory(
+        info=row_to_info(row),
+        summary=row.summary,
+        items=tuple(all_items),
+        reports=tuple(report_from_record(r._mapping, removed.get(r.number, {})) for r in comp_rows),
+        summaries=produced,
+        base_version=row.base_version,
+        base_summary=row.base_summary,
+        base_summary_tokens=row.base_summary_tokens,
+    )

@@ -1,0 +1,151 @@
+"""Export a session's rows as JSON-ready records, and import them into another database.
+
+The records are the rows themselves (every column but the lease, which is per-deployment
+state), so an import rebuilds the exact ledger: replay verifies it and ``show --all`` matches
+the original. The format is versioned (``format`` on the first record).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Table, insert, select
+
+from memstore.db.engine import Database
+from memstore.db.tables import UTCDateTime, compactions, items, sessions, summaries
+from memstore.errors import ConflictError, SessionNotFoundError, ValidationError
+
+EXPORT_FORMAT = 1
+#: Lease columns describe who is compacting *here, now*; they never travel.
+_LOCAL_COLUMNS = {"lease_owner", "lease_expires_at"}
+#: Record type -> table, in the order an import must insert them (foreign keys).
+TABLES: dict[str, Table] = {
+    "session": sessions,
+    "compaction": compactions,
+    "item": items,
+    "summary": summaries,
+}
+
+
+#: Rows ready to insert: (table, column values).
+Rows = list[tuple[Table, dict[str, Any]]]
+
+
+def _to_json(table: Table, row: Mapping[Any, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for column in table.columns:
+        if column.name in _LOCAL_COLUMNS or (table is summaries and column.name == "id"):
+            continue
+        value = row[column.name]
+        out[column.name] = value.isoformat() if isinstance(value, datetime) else value
+    return out
+
+
+async def export_records(db: Database, session_id: str) -> list[dict[str, Any]]:
+    """The session's rows as records (``type`` first), in import order.
+
+    Raises:
+        SessionNotFoundError: no such session.
+    """
+    out: list[dict[str, Any]] = []
+    async with db.read() as conn:
+        for kind, table in TABLES.items():
+            id_column = table.c.id if table is sessions else table.c.session_id
+            order = table.c.number if table is compactions else None
+            query = select(table).where(id_column == session_id)
+            if table is items:
+                order = items.c.seq
+            elif table is summaries:
+                order = summaries.c.compaction_number
+            rows = await conn.execute(query.order_by(order) if order is not None else query)
+            for row in rows:
+                record = {"type": kind, **_to_json(table, row._mapping)}
+                if kind == "session":
+                    record["format"] = EXPORT_FORMAT
+                out.append(record)
+    if not out:
+        raise SessionNotFoundError(session_id)
+    return out
+
+
+def _from_json(table: Table, record: Mapping[str, Any], where: str) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for column in table.columns:
+        name = column.name
+        if name in _LOCAL_COLUMNS or (table is summaries and name == "id"):
+            continue
+        if name == "lease_token":
+            values[name] = 0
+            continue
+        if name not in record:
+            if column.nullable or column.server_default is not None:
+                continue
+            raise ValidationError(f"{where}.{name}", "is missing")
+        value = record[name]
+        if value is not None and isinstance(column.type, UTCDateTime):
+            try:
+                value = datetime.fromisoformat(value)
+            except (TypeError, ValueError):
+                raise ValidationError(f"{where}.{name}", "is not an ISO 8601 time") from None
+        values[name] = value
+    return values
+
+
+def parse_records(
+    records: Iterable[Mapping[str, Any]],
+) -> tuple[str, Rows]:
+    """Check and convert records for :func:`import_records`; return the session id and rows.
+
+    Raises:
+        ValidationError: naming the record (``record 3``) and the field that is wrong.
+    """
+    rows: Rows = []
+    session_id: str | None = None
+    for number, record in enumerate(records, 1):
+        where = f"record {number}"
+        if not isinstance(record, Mapping):
+            raise ValidationError(where, "must be a JSON object")
+        kind = record.get("type")
+        if kind not in TABLES:
+            raise ValidationError(f"{where}.type", f"unknown record type {kind!r}")
+        if number == 1:
+            if kind != "session":
+                raise ValidationError(where, "the first record must be the session")
+            if record.get("format") != EXPORT_FORMAT:
+                raise ValidationError(
+                    f"{where}.format", f"unsupported format {record.get('format')!r}"
+                )
+            session_id = record.get("id")
+        elif kind == "session":
+            raise ValidationError(where, "an export holds exactly one session")
+        values = _from_json(TABLES[kind], record, where)
+        if kind != "session" and values.get("session_id") != session_id:
+            raise ValidationError(f"{where}.session_id", "belongs to another session")
+        rows.append((TABLES[kind], values))
+    if session_id is None or not isinstance(session_id, str):
+        raise ValidationError("record 1", "no session record")
+    rows.sort(key=lambda pair: list(TABLES.values()).index(pair[0]))
+    return session_id, rows
+
+
+async def import_records(db: Database, records: Iterable[Mapping[str, Any]]) -> str:
+    """Insert an exported session in one transaction; return its id.
+
+    Raises:
+        ValidationError: a malformed record (nothing written).
+        ConflictError: the database already has a session with that id (nothing written).
+    """
+    session_id, rows = parse_records(records)
+    async with db.write() as conn:
+        exists = (
+            await conn.execute(select(sessions.c.id).where(sessions.c.id == session_id))
+        ).first()
+        if exists is not None:
+            raise ConflictError(f"session {session_id!r} already exists in this database")
+        for table in TABLES.values():
+            batch = [values for owner, values in rows if owner is table]
+            if batch:
+                await conn.execute(insert(table), batch)
+    return session_id
