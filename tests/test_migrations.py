@@ -34,7 +34,7 @@ from memstore.db.migrate import (
 from memstore.db.tables import metadata
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-TABLES = {"sessions", "items", "compactions", "summaries"}
+TABLES = {"sessions", "items", "compactions", "summaries", "ltm_entries", "ltm_history"}
 
 
 # -- helpers -------------------------------------------------------------------------------

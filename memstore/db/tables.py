@@ -12,6 +12,10 @@ Design notes:
   compaction number (``removed_by``) that removed it; the composite foreign key makes a fate
   that points at a compaction that never committed impossible.
 * The partial index on active items keeps snapshot reads flat as the history grows.
+* Long-term memory is two tables beside the sessions: ``ltm_entries`` holds each live entry
+  (one row per scope and key), ``ltm_history`` every change ever made (set, delete, expire).
+  A (scope, key)'s versions never repeat, even across a delete and a re-create (the unique
+  constraint on the history enforces it), so a stale compare-and-set can never match again.
 """
 
 from __future__ import annotations
@@ -187,4 +191,33 @@ summaries = Table(
         ondelete="CASCADE",
     ),
     Index("ix_summaries_session", "session_id", "compaction_number"),
+)
+
+ltm_entries = Table(
+    "ltm_entries",
+    metadata,
+    Column("scope", String(128), nullable=False),
+    Column("key", String(256), nullable=False),
+    Column("value", JSON, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=True),
+    PrimaryKeyConstraint("scope", "key"),
+    # `ltm prune` and the visibility filter look for expired rows.
+    Index("ix_ltm_entries_expires_at", "expires_at"),
+)
+
+ltm_history = Table(
+    "ltm_history",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("scope", String(128), nullable=False),
+    Column("key", String(256), nullable=False),
+    Column("version", Integer, nullable=False),
+    # NULL for a delete or an expiry (none_as_null: SQL NULL, not the JSON text "null").
+    Column("value", JSON(none_as_null=True), nullable=True),
+    Column("action", String(16), nullable=False),
+    Column("changed_at", UTCDateTime, nullable=False),
+    UniqueConstraint("scope", "key", "version"),
 )
