@@ -8,7 +8,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import os
 import socket
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
@@ -38,6 +40,58 @@ def hermetic(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     monkeypatch.delenv("MEMSTORE_FAULT", raising=False)
     monkeypatch.setattr(socket.socket, "connect", _loopback_only)
     yield
+
+
+#: Set by .ci/run (a throwaway cluster); without it the PostgreSQL variants are skipped.
+POSTGRES_URL = os.environ.get("MEMSTORE_TEST_POSTGRES_URL")
+BACKENDS = ["sqlite", "postgres"]
+
+
+async def reset_postgres(url: str) -> None:
+    """An empty database for the next test: drop and recreate the public schema."""
+    import asyncpg  # type: ignore[import-untyped]
+
+    conn = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://", 1))
+    try:
+        await conn.execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+    finally:
+        await conn.close()
+
+
+def backend_url_for(backend: str, tmp_path: Path) -> str:
+    """A fresh, empty database of ``backend``: a SQLite file, or the reset test database."""
+    if backend == "sqlite":
+        return str(tmp_path / "memory.db")
+    if not POSTGRES_URL:
+        pytest.skip("PostgreSQL variant: set MEMSTORE_TEST_POSTGRES_URL (.ci/run starts a cluster)")
+    asyncio.run(reset_postgres(POSTGRES_URL))
+    return POSTGRES_URL
+
+
+@pytest.fixture(params=BACKENDS)
+def backend_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Each test using it runs on SQLite and on PostgreSQL."""
+    return backend_url_for(request.param, tmp_path)
+
+
+@pytest.fixture
+async def any_store(backend_url: str) -> AsyncIterator[MemoryStore]:
+    """A ready, migrated store on each backend."""
+    async with MemoryStore.open(backend_url) as opened:
+        yield opened
+
+
+async def table_counts(store: MemoryStore) -> dict[str, int]:
+    """Rows per memstore table, on any backend."""
+    from sqlalchemy import func, select
+
+    from memstore.db.tables import metadata
+
+    async with store.database.read() as conn:
+        return {
+            name: (await conn.execute(select(func.count()).select_from(table))).scalar_one()
+            for name, table in metadata.tables.items()
+        }
 
 
 @pytest.fixture

@@ -10,6 +10,12 @@ from memstore.db.compaction import CommitContext
 from memstore.policy import CompactionPlan, plan_compaction
 
 LIMITS = MemoryLimits(hard=10_000, target=30, keep_recent=1)
+
+
+@pytest.fixture
+async def store(any_store: MemoryStore) -> MemoryStore:
+    """The protocol must hold on SQLite and on PostgreSQL alike."""
+    return any_store
 count = WordEstimator().count
 
 

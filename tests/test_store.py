@@ -17,7 +17,7 @@ from conftest import (
     WORKED_LIMITS,
     WORKED_SUMMARY,
     fixed_summary,
-    row_counts,
+    table_counts,
 )
 
 from memstore import (
@@ -33,6 +33,12 @@ from memstore.db import compaction
 from memstore.responses import SUMMARY_PREAMBLE
 
 
+@pytest.fixture
+async def store(any_store: MemoryStore) -> MemoryStore:
+    """Every test here that takes ``store`` runs on SQLite and on PostgreSQL."""
+    return any_store
+
+
 async def worked_session(store: MemoryStore, summarizer=fixed_summary):  # type: ignore[no-untyped-def]
     memory = store.session(
         "incident-42", limits=WORKED_LIMITS, estimator=WordEstimator(), summarizer=summarizer
@@ -43,7 +49,7 @@ async def worked_session(store: MemoryStore, summarizer=fixed_summary):  # type:
     return memory, added
 
 
-async def test_worked_example_number_for_number(store: MemoryStore, db_path: Path) -> None:
+async def test_worked_example_number_for_number(store: MemoryStore) -> None:
     memory, added = await worked_session(store)
     assert await memory.estimated_tokens() == 51
     assert len(await memory.items()) == 4
@@ -75,12 +81,12 @@ async def test_worked_example_number_for_number(store: MemoryStore, db_path: Pat
     assert seen == [report]  # the observer got the final report, identical to the stored one
     assert report.worker_pid > 0 and report.worker_host
     # Nothing was deleted: all five rows remain.
-    assert row_counts(db_path)["items"] == 5
+    assert (await table_counts(store))["items"] == 5
 
 
-def test_worked_example_read_back_by_a_second_process(db_path: Path) -> None:
+def test_worked_example_read_back_by_a_second_process(backend_url: str) -> None:
     async def write() -> None:
-        async with MemoryStore.open(db_path) as store:
+        async with MemoryStore.open(backend_url) as store:
             memory, _ = await worked_session(store)
             role, kind, priority, content = WORKED_FIFTH
             await memory.add(role, content, kind=kind, priority=priority)
@@ -90,7 +96,7 @@ def test_worked_example_read_back_by_a_second_process(db_path: Path) -> None:
 import asyncio, json
 from memstore import MemoryStore, MemoryLimits, WordEstimator
 async def main():
-    async with MemoryStore.open({str(db_path)!r}) as store:
+    async with MemoryStore.open({backend_url!r}) as store:
         m = store.session("incident-42", limits=MemoryLimits(hard=55, target=52, keep_recent=2),
                           estimator=WordEstimator())
         reports = await m.reports()
@@ -173,14 +179,14 @@ async def test_failing_summarizer_never_raises_through_add(store: MemoryStore) -
     assert await memory.summary() is None
 
 
-async def test_slow_summarizer_times_out_and_memory_is_still_bounded(db_path: Path) -> None:
+async def test_slow_summarizer_times_out_and_memory_is_still_bounded(backend_url: str) -> None:
     from memstore import Settings
 
     async def slow(previous: str | None, items: object) -> str:
         await asyncio.sleep(5)
         return "late"
 
-    async with MemoryStore.open(db_path, settings=Settings(summarizer_timeout_s=0.1)) as store:
+    async with MemoryStore.open(backend_url, settings=Settings(summarizer_timeout_s=0.1)) as store:
         memory, _ = await worked_session(store, summarizer=slow)
         role, kind, priority, content = WORKED_FIFTH
         await memory.add(role, content, kind=kind, priority=priority)
@@ -327,12 +333,12 @@ async def test_observer_errors_do_not_undo_the_compaction(store: MemoryStore) ->
     assert len(await memory.reports()) == 1
 
 
-async def test_idempotent_retry_does_not_duplicate(store: MemoryStore, db_path: Path) -> None:
+async def test_idempotent_retry_does_not_duplicate(store: MemoryStore) -> None:
     memory = store.session("idem", estimator=WordEstimator())
     first = await memory.add("user", "pay invoice 7", idempotency_key="turn-1")
     again = await memory.add("user", "pay invoice 7", idempotency_key="turn-1")
     assert again.id == first.id
-    assert row_counts(db_path)["items"] == 1
+    assert (await table_counts(store))["items"] == 1
     assert (await store.session_info("idem")).version == 1
 
 

@@ -195,6 +195,14 @@ class Database:
         _install_fork_guard(engine)
         _LIVE_ENGINES.add(engine)
         self._writer = engine.execution_options(**{_WRITE: True})
+        # PostgreSQL's default READ COMMITTED takes a new snapshot per statement; a read of the
+        # session row and then its items must see one moment, so reads use REPEATABLE READ
+        # (read-only transactions never fail with serialization errors there).
+        self._reader = (
+            engine.execution_options(isolation_level="REPEATABLE READ")
+            if self.dialect == "postgresql"
+            else engine
+        )
 
     @property
     def url(self) -> str:
@@ -205,7 +213,7 @@ class Database:
     async def read(self) -> AsyncIterator[AsyncConnection]:
         """A read transaction: one consistent snapshot of the database."""
         with translate_errors():
-            async with self.engine.connect() as conn, conn.begin():
+            async with self._reader.connect() as conn, conn.begin():
                 yield conn
 
     @asynccontextmanager
@@ -224,8 +232,15 @@ class Database:
 def create_engine_for(url: str, settings: Settings) -> AsyncEngine:
     """An :class:`AsyncEngine` configured for memstore's access pattern."""
     kwargs: dict[str, Any] = {}
-    if make_url(url).get_backend_name() == "sqlite":
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
         kwargs["connect_args"] = {"timeout": settings.busy_timeout_s}
+    elif parsed.get_driver_name() == "asyncpg":
+        # lock_timeout bounds a wait for a row lock exactly as busy_timeout does on SQLite,
+        # so a stuck writer surfaces as LockTimeoutError instead of hanging an agent turn.
+        timeout_ms = str(int(settings.busy_timeout_s * 1000))
+        kwargs["connect_args"] = {"server_settings": {"lock_timeout": timeout_ms}}
+        kwargs["pool_pre_ping"] = True
     else:
         kwargs["pool_pre_ping"] = True
     try:

@@ -1,0 +1,142 @@
+"""Behaviour that must be identical on SQLite and PostgreSQL: errors, schema, audit, CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import (
+    WORKED_FIFTH,
+    WORKED_ITEMS,
+    WORKED_LIMITS,
+    fixed_summary,
+    table_counts,
+)
+
+from memstore import (
+    LockTimeoutError,
+    MemoryStore,
+    SchemaTooNewError,
+    Settings,
+    ValidationError,
+    WordEstimator,
+)
+from memstore.cli import main
+
+
+async def worked(store: MemoryStore) -> None:
+    memory = store.session(
+        "incident-42", limits=WORKED_LIMITS, estimator=WordEstimator(), summarizer=fixed_summary
+    )
+    for role, kind, priority, content in [*WORKED_ITEMS, WORKED_FIFTH]:
+        await memory.add(role, content, kind=kind, priority=priority)
+
+
+@asynccontextmanager
+async def write_lock_held(url: str) -> AsyncIterator[None]:
+    """Another client holds the session's row lock (PostgreSQL) or the write lock (SQLite)."""
+    if url.startswith("postgresql"):
+        import asyncpg  # type: ignore[import-untyped]
+
+        conn = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://", 1))
+        tx = conn.transaction()
+        await tx.start()
+        await conn.execute("SELECT 1 FROM sessions WHERE id = 'incident-42' FOR UPDATE")
+        try:
+            yield
+        finally:
+            await tx.rollback()
+            await conn.close()
+    else:
+        import sqlite3
+
+        conn = sqlite3.connect(url, isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        finally:
+            conn.execute("ROLLBACK")
+            conn.close()
+
+
+@pytest.mark.parametrize("content", ["nul \x00 inside", "lone \ud800 surrogate", "   "])
+async def test_bad_content_is_the_same_error_and_writes_nothing(
+    any_store: MemoryStore, content: str
+) -> None:
+    await worked(any_store)
+    before = await table_counts(any_store)
+    with pytest.raises(ValidationError) as raised:
+        await any_store.session("incident-42", limits=WORKED_LIMITS, estimator=WordEstimator()).add(
+            "user", content
+        )
+    assert raised.value.field == "content"
+    assert await table_counts(any_store) == before
+
+
+async def test_lock_timeout_is_typed_on_both_backends(backend_url: str) -> None:
+    async with MemoryStore.open(backend_url, settings=Settings(busy_timeout_s=0.3)) as store:
+        await worked(store)
+        before = await table_counts(store)
+        memory = store.session("incident-42", limits=WORKED_LIMITS, estimator=WordEstimator())
+        async with write_lock_held(backend_url):
+            with pytest.raises(LockTimeoutError):
+                await memory.add("user", "blocked by another writer")
+        assert await table_counts(store) == before
+
+
+async def test_schema_newer_than_the_code_is_refused(backend_url: str) -> None:
+    from sqlalchemy import text
+
+    async with MemoryStore.open(backend_url) as store, store.database.write() as conn:
+        await conn.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+    with pytest.raises(SchemaTooNewError):
+        await MemoryStore.open(backend_url)
+
+
+async def test_migrated_schema_matches_the_models(any_store: MemoryStore) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    from memstore.db.tables import metadata
+
+    def diff(sync_conn):  # type: ignore[no-untyped-def]
+        return compare_metadata(MigrationContext.configure(sync_conn), metadata)
+
+    async with any_store.database.read() as conn:
+        assert await conn.run_sync(diff) == []
+
+
+async def test_check_passes_after_compactions(any_store: MemoryStore) -> None:
+    await worked(any_store)
+    assert await any_store.check() == []
+
+
+def test_cli_replay_and_export_round_trip_across_backends(backend_url: str, tmp_path: Path) -> None:
+    async def setup() -> None:
+        async with MemoryStore.open(backend_url) as store:
+            await worked(store)
+
+    asyncio.run(setup())
+    runner = CliRunner()
+    replayed = runner.invoke(main, ["--db", backend_url, "replay", "incident-42"])
+    assert replayed.exit_code == 0 and "replay verified" in replayed.output
+    exported = runner.invoke(main, ["--db", backend_url, "export", "incident-42"])
+    assert exported.exit_code == 0
+    # Into a SQLite file: an export moves between backends.
+    target = tmp_path / "copy.db"
+    assert (
+        runner.invoke(main, ["--db", str(target), "import", "-"], input=exported.stdout).exit_code
+        == 0
+    )
+    original = json.loads(
+        runner.invoke(main, ["--db", backend_url, "show", "incident-42", "--all", "--json"]).stdout
+    )
+    copy = json.loads(
+        runner.invoke(main, ["--db", str(target), "show", "incident-42", "--all", "--json"]).stdout
+    )
+    assert copy == original
