@@ -75,6 +75,12 @@ def backend_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 @pytest.fixture
+def postgres_url(tmp_path: Path) -> str:
+    """A fresh PostgreSQL test database (for tests of PostgreSQL-only behaviour)."""
+    return backend_url_for("postgres", tmp_path)
+
+
+@pytest.fixture
 async def any_store(backend_url: str) -> AsyncIterator[MemoryStore]:
     """A ready, migrated store on each backend."""
     async with MemoryStore.open(backend_url) as opened:

@@ -140,3 +140,16 @@ def test_cli_replay_and_export_round_trip_across_backends(backend_url: str, tmp_
         runner.invoke(main, ["--db", str(target), "show", "incident-42", "--all", "--json"]).stdout
     )
     assert copy == original
+
+
+async def test_psycopg_driver_runs_the_same_store(postgres_url: str) -> None:
+    backend_url = postgres_url
+    url = backend_url.replace("postgresql+asyncpg://", "postgresql+psycopg://", 1)
+    async with MemoryStore.open(url, settings=Settings(busy_timeout_s=0.3)) as store:
+        await worked(store)
+        memory = await store.attach("incident-42")
+        assert await memory.estimated_tokens() == 52
+        assert await store.check() == []
+        async with write_lock_held(backend_url):
+            with pytest.raises(LockTimeoutError):
+                await memory.add("user", "blocked by another writer")

@@ -241,6 +241,10 @@ def create_engine_for(url: str, settings: Settings) -> AsyncEngine:
         timeout_ms = str(int(settings.busy_timeout_s * 1000))
         kwargs["connect_args"] = {"server_settings": {"lock_timeout": timeout_ms}}
         kwargs["pool_pre_ping"] = True
+    elif parsed.get_driver_name() == "psycopg":
+        timeout_ms = str(int(settings.busy_timeout_s * 1000))
+        kwargs["connect_args"] = {"options": f"-c lock_timeout={timeout_ms}"}
+        kwargs["pool_pre_ping"] = True
     else:
         kwargs["pool_pre_ping"] = True
     try:
