@@ -20,6 +20,9 @@ DEFAULT_TARGET_LIMIT = 900
 DEFAULT_KEEP_RECENT = 4
 #: One MiB of UTF-8 per item: larger blobs belong in files, not in a model's context.
 DEFAULT_MAX_ITEM_BYTES = 1 << 20
+#: 64 KiB of JSON per long-term value: preferences and facts, not documents; each one may be
+#: rendered into a model's input, and every version is kept in the entry's history.
+DEFAULT_LTM_MAX_VALUE_BYTES = 64 << 10
 #: Five seconds: long enough to queue behind a compaction commit, short enough to surface a
 #: stuck writer to the caller as LockTimeoutError instead of hanging an agent turn.
 DEFAULT_BUSY_TIMEOUT_S = 5.0
@@ -91,6 +94,8 @@ class Settings:
         summarizer_timeout_s: Budget of one summarizer call (``MEMSTORE_SUMMARIZER_TIMEOUT``).
         lease_s: Compaction lease length (``MEMSTORE_LEASE_SECONDS``).
         sqlite_synchronous: SQLite ``synchronous`` pragma (``MEMSTORE_SQLITE_SYNCHRONOUS``).
+        ltm_max_value_bytes: Largest long-term value, in UTF-8 bytes of compact JSON
+            (``MEMSTORE_LTM_MAX_VALUE_BYTES``).
     """
 
     max_item_bytes: int = DEFAULT_MAX_ITEM_BYTES
@@ -98,9 +103,11 @@ class Settings:
     summarizer_timeout_s: float = DEFAULT_SUMMARIZER_TIMEOUT_S
     lease_s: float = DEFAULT_LEASE_S
     sqlite_synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS
+    ltm_max_value_bytes: int = DEFAULT_LTM_MAX_VALUE_BYTES
 
     def __post_init__(self) -> None:
         require_int("max_item_bytes", self.max_item_bytes, minimum=1)
+        require_int("ltm_max_value_bytes", self.ltm_max_value_bytes, minimum=1)
         require_positive_float("busy_timeout_s", self.busy_timeout_s)
         require_positive_float("summarizer_timeout_s", self.summarizer_timeout_s)
         require_positive_float("lease_s", self.lease_s)
@@ -130,6 +137,9 @@ class Settings:
                 sqlite_synchronous=env.get(
                     "MEMSTORE_SQLITE_SYNCHRONOUS", DEFAULT_SQLITE_SYNCHRONOUS
                 ),
+                ltm_max_value_bytes=env_int(
+                    env, "MEMSTORE_LTM_MAX_VALUE_BYTES", DEFAULT_LTM_MAX_VALUE_BYTES
+                ),
             )
         except ConfigurationError as error:
             raise rename_setting(error, SETTING_VARIABLES) from None
@@ -142,6 +152,7 @@ SETTING_VARIABLES = {
     "summarizer_timeout_s": "MEMSTORE_SUMMARIZER_TIMEOUT",
     "lease_s": "MEMSTORE_LEASE_SECONDS",
     "sqlite_synchronous": "MEMSTORE_SQLITE_SYNCHRONOUS",
+    "ltm_max_value_bytes": "MEMSTORE_LTM_MAX_VALUE_BYTES",
 }
 
 

@@ -10,11 +10,13 @@ so that programs never parse messages. Builtin bases are added where they help c
     │   ├── KindRoleMismatchError             kind and role disagree
     │   └── ConfigurationError                invalid limits or settings
     ├── NotFoundError (LookupError)
-    │   └── SessionNotFoundError
+    │   ├── SessionNotFoundError
+    │   └── EntryNotFoundError                no such long-term entry (CLI get/delete)
     ├── ConflictError                         a compare-and-set lost; .expected / .actual
     │   ├── CompactionConflictError           another compaction committed first
     │   ├── IdempotencyConflictError          same key, different content
-    │   └── EstimatorMismatchError            session counted by another estimator
+    │   ├── EstimatorMismatchError            session counted by another estimator
+    │   └── VersionConflictError              long-term entry at another version
     └── StorageError                          the database refused or failed
         ├── NotADatabaseError                 the file is not an SQLite database (untouched)
         ├── DatabaseMissingError (FileNotFoundError)  opened with create=False
@@ -75,6 +77,15 @@ class SessionNotFoundError(NotFoundError):
         self.session_id = session_id
 
 
+class EntryNotFoundError(NotFoundError):
+    """No live long-term entry has this key in this scope (never written, deleted or expired)."""
+
+    def __init__(self, scope: str, key: str) -> None:
+        super().__init__(f"no long-term entry {key!r} in scope {scope!r}")
+        self.scope = scope
+        self.key = key
+
+
 class ConflictError(MemstoreError):
     """A compare-and-set found another version than it expected; nothing was written."""
 
@@ -121,6 +132,26 @@ class EstimatorMismatchError(ConflictError):
         )
         self.session_id = session_id
         self.field = "estimator"
+
+
+class VersionConflictError(ConflictError):
+    """A long-term entry's compare-and-set found another version; nothing was written.
+
+    ``expected`` is the version the caller gave, ``actual`` the entry's live version
+    (0: there is no live entry: never written, deleted or expired).
+    """
+
+    def __init__(self, scope: str, key: str, *, expected: int, actual: int) -> None:
+        found = "no live entry (version 0)" if actual == 0 else f"version {actual}"
+        super().__init__(
+            f"expected_version: long-term entry {key!r} in scope {scope!r} is at {found}, "
+            f"not version {expected}",
+            expected=expected,
+            actual=actual,
+        )
+        self.scope = scope
+        self.key = key
+        self.field = "expected_version"
 
 
 class StorageError(MemstoreError):
