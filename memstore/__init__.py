@@ -11,6 +11,7 @@ from memstore.errors import (
     ConfigurationError,
     ConflictError,
     DatabaseMissingError,
+    EntryNotFoundError,
     EstimatorMismatchError,
     IdempotencyConflictError,
     KindRoleMismatchError,
@@ -26,7 +27,9 @@ from memstore.errors import (
     StorageError,
     StorageFullError,
     ValidationError,
+    VersionConflictError,
 )
+from memstore.ltm import LongTermChange, LongTermEntry, LongTermMemory
 from memstore.model import (
     CompactionReport,
     MemoryItem,
@@ -50,11 +53,15 @@ __all__ = [
     "ConfigurationError",
     "ConflictError",
     "DatabaseMissingError",
+    "EntryNotFoundError",
     "EstimatorMismatchError",
     "ExtractiveSummarizer",
     "IdempotencyConflictError",
     "KindRoleMismatchError",
     "LockTimeoutError",
+    "LongTermChange",
+    "LongTermEntry",
+    "LongTermMemory",
     "MemoryItem",
     "MemoryKind",
     "MemoryLimits",
@@ -78,6 +85,7 @@ __all__ = [
     "TiktokenEstimator",
     "TokenEstimator",
     "ValidationError",
+    "VersionConflictError",
     "WordEstimator",
     "__version__",
 ]

@@ -11,6 +11,10 @@ The order of an append (SPEC 2.4, 3):
 A compaction that fails after the append committed is logged, not raised: the item is
 stored (raising would invite a duplicate retry), ``build_model_input`` stays bounded, and
 the next append tries again.
+
+A handle opened with ``ltm_scopes`` adds the "Relevant memories" message (long-term entries,
+:mod:`memstore.ltm`) to its model input, right after the summary. Its tokens count against
+the hard limit: the message gets at most ``ltm_budget`` tokens and working memory the rest.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ import inspect
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from memstore.config import fault_point
@@ -32,6 +37,7 @@ from memstore.errors import (
     MemstoreError,
     SessionNotFoundError,
 )
+from memstore.ltm import memory_budget, validate_scopes
 from memstore.model import (
     DEFAULT_KIND,
     CompactionReport,
@@ -48,7 +54,6 @@ from memstore.model import (
 from memstore.policy import (
     CompactionPlan,
     Snapshot,
-    bounded_view,
     finish_plan,
     needs_compaction,
     start_plan,
@@ -84,12 +89,17 @@ class SessionMemory:
         limits: MemoryLimits,
         estimator: TokenEstimator,
         summarizer: Summarizer,
+        *,
+        ltm_scopes: Iterable[str] = (),
+        ltm_budget: int | None = None,
     ) -> None:
         self.store = store
         self.session_id = session_id
         self.limits = limits
         self.estimator = estimator
         self.summarizer = summarizer
+        self.ltm_scopes = validate_scopes(ltm_scopes)
+        self.ltm_budget = memory_budget(ltm_budget, limits)
         self._observers: list[Observer] = []
         self._db = store.database
 
@@ -331,12 +341,24 @@ class SessionMemory:
 
         While the session waits for a compaction (another worker holds the lease), the
         policy's model-free phases are applied to what is returned, not to what is stored.
+
+        With ``ltm_scopes``, one "Relevant memories" ``developer`` message follows the
+        summary. Its tokens (message framing included, at most ``ltm_budget``; the
+        lowest-priority entries are left out to fit) count against the hard limit, and
+        working memory is shown within what remains, so the whole input stays within it.
+        Memories never enter the session itself: they do not trigger compactions.
         """
         snap = await self._snapshot_checked()
+        memories = None
+        if self.ltm_scopes:
+            memories = await self.store.ltm.memories(
+                self.ltm_scopes, self.estimator.count, self.ltm_budget
+            )
         if snap is None:
-            return []
-        kept, summary = bounded_view(snap, self.limits, self.estimator.count)
-        return build_input(kept, summary)
+            return [] if memories is None else [memories.message]
+        budget = self.limits.hard - (0 if memories is None else memories.tokens)
+        kept, summary = _view_within(snap, self.limits, self.estimator.count, budget)
+        return build_input(kept, summary, memories=None if memories is None else memories.message)
 
     async def reports(self) -> list[CompactionReport]:
         """Every compaction report of the session, oldest first."""
@@ -354,3 +376,18 @@ class SessionMemory:
     ) -> None:
         """Call ``callback(report)`` (sync or async) after every compaction this handle commits."""
         self._observers.append(callback)
+
+
+def _view_within(
+    snap: Snapshot, limits: MemoryLimits, count: Callable[[str], int], budget: int
+) -> tuple[tuple[MemoryItem, ...], str | None]:
+    """:func:`memstore.policy.bounded_view` against ``budget`` instead of the hard limit.
+
+    ``budget`` is the hard limit minus the long-term memories message: above it, phases 1
+    and 3 run in memory (no model, nothing written) to choose what the model is shown.
+    """
+    if snap.total_tokens <= budget:
+        return snap.items, snap.summary
+    draft = replace(start_plan(snap, limits, budget=budget), candidates=())
+    plan = finish_plan(draft, count)
+    return plan.kept, plan.summary

@@ -21,6 +21,7 @@ from memstore.db.history import load_history
 from memstore.db.migrate import database_revision, ensure_schema, head_revision
 from memstore.errors import SessionNotFoundError
 from memstore.invariants import Violation, check_ledger
+from memstore.ltm import LongTermMemory
 from memstore.model import (
     MemoryLimits,
     SessionHistory,
@@ -46,6 +47,8 @@ class MemoryStore:
         # of two stores in one process.
         self.worker_host = socket.gethostname()
         self._nonce = uuid.uuid4().hex[:8]
+        #: Long-term memory: scoped, versioned entries shared by every session (SPEC 4).
+        self.ltm = LongTermMemory(database, settings)
 
     @staticmethod
     def open(
@@ -109,6 +112,8 @@ class MemoryStore:
         limits: MemoryLimits | None = None,
         estimator: TokenEstimator | None = None,
         summarizer: Summarizer | None = None,
+        ltm_scopes: Iterable[str] = (),
+        ltm_budget: int | None = None,
     ) -> SessionMemory:
         """A handle on one session; the session is created by its first append.
 
@@ -117,6 +122,13 @@ class MemoryStore:
             limits: Token limits; :meth:`MemoryLimits.from_env` by default.
             estimator: Token counter; :class:`TiktokenEstimator` (o200k_base) by default.
             summarizer: Phase 2's summarizer; :class:`ExtractiveSummarizer` by default.
+            ltm_scopes: Long-term scopes whose live entries ``build_model_input`` lists in
+                one "Relevant memories" message, after the summary; earlier scopes first.
+            ltm_budget: Tokens that message may use, counted against the hard limit
+                (default ``hard - target``, the head-room a compaction leaves).
+
+        Raises:
+            ValidationError: a bad session id or scope; ``ltm_budget`` not in 1..hard-1.
         """
         return SessionMemory(
             self,
@@ -124,6 +136,8 @@ class MemoryStore:
             limits or MemoryLimits.from_env(),
             estimator or TiktokenEstimator(),
             summarizer or ExtractiveSummarizer(),
+            ltm_scopes=ltm_scopes,
+            ltm_budget=ltm_budget,
         )
 
     async def attach(

@@ -1,0 +1,304 @@
+"""Long-term memory in SQL: the only module that touches ``ltm_entries`` and ``ltm_history``.
+
+Every write is one short write transaction (SQLite: ``BEGIN IMMEDIATE``) that reads the row,
+checks the caller's expected version, writes the row and appends one history record; a stale
+compare-and-set raises :class:`~memstore.errors.VersionConflictError` inside the transaction,
+so it rolls back and writes nothing. On PostgreSQL the row is locked with ``FOR UPDATE`` and
+the write re-checks the version (a row count of 0 means another writer won; the transaction is
+retried, which then reports the conflict or applies an unconditional write on top).
+
+Values arrive validated (:mod:`memstore.ltm`); records leave as plain dicts whose keys are the
+fields of :class:`~memstore.ltm.LongTermEntry` / :class:`~memstore.ltm.LongTermChange`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, delete, func, insert, or_, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memstore.db.engine import Database
+from memstore.db.tables import ltm_entries, ltm_history
+from memstore.errors import StorageError, VersionConflictError
+
+#: Attempts of one write when concurrent writers keep changing the row under it. SQLite
+#: serializes writers (BEGIN IMMEDIATE), so there a write never needs a second attempt.
+WRITE_ATTEMPTS = 5
+
+ENTRY_COLUMNS = (
+    ltm_entries.c.scope,
+    ltm_entries.c.key,
+    ltm_entries.c.value,
+    ltm_entries.c.version,
+    ltm_entries.c.created_at,
+    ltm_entries.c.updated_at,
+    ltm_entries.c.expires_at,
+)
+HISTORY_COLUMNS = (
+    ltm_history.c.scope,
+    ltm_history.c.key,
+    ltm_history.c.version,
+    ltm_history.c.value,
+    ltm_history.c.action,
+    ltm_history.c.changed_at,
+)
+
+
+class _LostRace(Exception):
+    """Internal: another writer changed the row between our read and our write; retry."""
+
+
+def _pk(scope: str, key: str) -> ColumnElement[bool]:
+    return and_(ltm_entries.c.scope == scope, ltm_entries.c.key == key)
+
+
+def _live(now: datetime) -> ColumnElement[bool]:
+    return or_(ltm_entries.c.expires_at.is_(None), ltm_entries.c.expires_at > now)
+
+
+def is_live(expires_at: datetime | None, now: datetime) -> bool:
+    """Whether an entry with this expiry is visible at ``now``."""
+    return expires_at is None or expires_at > now
+
+
+async def _locked_row(conn: AsyncConnection, scope: str, key: str) -> Any:
+    stmt = select(*ENTRY_COLUMNS).where(_pk(scope, key)).with_for_update()
+    return (await conn.execute(stmt)).first()
+
+
+async def _record(
+    conn: AsyncConnection,
+    scope: str,
+    key: str,
+    version: int,
+    value: Any,
+    action: str,
+    changed_at: datetime,
+) -> None:
+    await conn.execute(
+        insert(ltm_history).values(
+            scope=scope,
+            key=key,
+            version=version,
+            value=value,
+            action=action,
+            changed_at=changed_at,
+        )
+    )
+
+
+async def _last_recorded_version(conn: AsyncConnection, scope: str, key: str) -> int:
+    """The newest version the history holds for (scope, key); 0 if it was never written."""
+    stmt = select(func.max(ltm_history.c.version)).where(
+        ltm_history.c.scope == scope, ltm_history.c.key == key
+    )
+    return int((await conn.execute(stmt)).scalar_one_or_none() or 0)
+
+
+def _check_expected(scope: str, key: str, expected: int | None, actual: int) -> None:
+    if expected is not None and expected != actual:
+        raise VersionConflictError(scope, key, expected=expected, actual=actual)
+
+
+async def _retrying(db: Database, write: Any) -> Any:
+    for _ in range(WRITE_ATTEMPTS):
+        try:
+            async with db.write() as conn:
+                return await write(conn)
+        except _LostRace:
+            continue
+    raise StorageError(f"a long-term write lost {WRITE_ATTEMPTS} races in a row; try again")
+
+
+async def set_entry(
+    db: Database,
+    scope: str,
+    key: str,
+    value: Any,
+    *,
+    expected_version: int | None,
+    expires_at: datetime | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """Create or replace an entry (one write transaction); return the stored record.
+
+    The new version is the previous one + 1; an entry re-created after a delete or an expiry
+    continues from the version its history ended at. An expired row being replaced first gets
+    its ``expire`` record.
+
+    Raises:
+        VersionConflictError: ``expected_version`` is not the live version (0: no live entry).
+    """
+
+    async def write(conn: AsyncConnection) -> dict[str, Any]:
+        row = await _locked_row(conn, scope, key)
+        live = row is not None and is_live(row.expires_at, now)
+        _check_expected(scope, key, expected_version, row.version if live else 0)
+        if row is None:
+            last = await _last_recorded_version(conn, scope, key)
+        elif not live:
+            last = row.version + 1
+            await _record(conn, scope, key, last, None, "expire", row.expires_at)
+        else:
+            last = row.version
+        record = {
+            "scope": scope,
+            "key": key,
+            "value": value,
+            "version": last + 1,
+            "created_at": row.created_at if live else now,
+            "updated_at": now,
+            "expires_at": expires_at,
+        }
+        if row is None:
+            dialect_insert = pg_insert if db.dialect == "postgresql" else sqlite_insert
+            stmt: Any = dialect_insert(ltm_entries).values(**record).on_conflict_do_nothing()
+        else:
+            stmt = (
+                update(ltm_entries)
+                .where(_pk(scope, key), ltm_entries.c.version == row.version)
+                .values({k: v for k, v in record.items() if k not in ("scope", "key")})
+            )
+        if (await conn.execute(stmt)).rowcount != 1:
+            raise _LostRace
+        await _record(conn, scope, key, record["version"], value, "set", now)
+        return record
+
+    result: dict[str, Any] = await _retrying(db, write)
+    return result
+
+
+async def delete_entry(
+    db: Database, scope: str, key: str, *, expected_version: int | None, now: datetime
+) -> bool:
+    """Delete the live entry (one write transaction), recording a ``delete`` at version + 1.
+
+    Returns:
+        ``True`` if a live entry was deleted, ``False`` if there was none (nothing written).
+
+    Raises:
+        VersionConflictError: ``expected_version`` is not the live version (0: no live entry).
+    """
+
+    async def write(conn: AsyncConnection) -> bool:
+        row = await _locked_row(conn, scope, key)
+        live = row is not None and is_live(row.expires_at, now)
+        _check_expected(scope, key, expected_version, row.version if live else 0)
+        if not live:
+            return False
+        stmt = delete(ltm_entries).where(_pk(scope, key), ltm_entries.c.version == row.version)
+        if (await conn.execute(stmt)).rowcount != 1:
+            raise _LostRace
+        await _record(conn, scope, key, row.version + 1, None, "delete", now)
+        return True
+
+    deleted: bool = await _retrying(db, write)
+    return deleted
+
+
+async def get_entry(db: Database, scope: str, key: str, now: datetime) -> dict[str, Any] | None:
+    """The live entry's record, or ``None`` (never written, deleted or expired)."""
+    async with db.read() as conn:
+        stmt = select(*ENTRY_COLUMNS).where(_pk(scope, key), _live(now))
+        row = (await conn.execute(stmt)).first()
+    return None if row is None else dict(row._mapping)
+
+
+async def list_entries(
+    db: Database, *, scope: str | None, prefix: str | None, now: datetime
+) -> list[dict[str, Any]]:
+    """Live entries, by scope then key; optionally one scope, optionally keys with a prefix."""
+    stmt = select(*ENTRY_COLUMNS).where(_live(now))
+    if scope is not None:
+        stmt = stmt.where(ltm_entries.c.scope == scope)
+    if prefix:
+        # substr, not LIKE: LIKE is case-insensitive on SQLite and treats % and _ as wildcards.
+        stmt = stmt.where(func.substr(ltm_entries.c.key, 1, len(prefix)) == prefix)
+    stmt = stmt.order_by(ltm_entries.c.scope, ltm_entries.c.key)
+    async with db.read() as conn:
+        return [dict(row._mapping) for row in await conn.execute(stmt)]
+
+
+async def entries_in_scopes(
+    db: Database, scopes: Sequence[str], now: datetime, *, limit: int
+) -> tuple[list[dict[str, Any]], int]:
+    """Live entries of ``scopes`` in priority order, at most ``limit``, and how many exist.
+
+    Priority: the order of ``scopes``, then the most recently updated first (then by key).
+    One read transaction, so the count and the entries agree.
+    """
+    found: list[dict[str, Any]] = []
+    async with db.read() as conn:
+        total = (
+            await conn.execute(
+                select(func.count())
+                .select_from(ltm_entries)
+                .where(ltm_entries.c.scope.in_(list(scopes)), _live(now))
+            )
+        ).scalar_one()
+        for scope in scopes:
+            if len(found) >= limit:
+                break
+            stmt = (
+                select(*ENTRY_COLUMNS)
+                .where(ltm_entries.c.scope == scope, _live(now))
+                .order_by(ltm_entries.c.updated_at.desc(), ltm_entries.c.key)
+                .limit(limit - len(found))
+            )
+            found += [dict(row._mapping) for row in await conn.execute(stmt)]
+    return found, int(total)
+
+
+async def history(db: Database, scope: str, key: str) -> list[dict[str, Any]]:
+    """Every recorded change of (scope, key), oldest (lowest version) first."""
+    stmt = (
+        select(*HISTORY_COLUMNS)
+        .where(ltm_history.c.scope == scope, ltm_history.c.key == key)
+        .order_by(ltm_history.c.version)
+    )
+    async with db.read() as conn:
+        return [dict(row._mapping) for row in await conn.execute(stmt)]
+
+
+async def prune_expired(db: Database, now: datetime, *, batch: int) -> int:
+    """Delete entries expired at ``now``, recording an ``expire`` for each; return how many.
+
+    Works in batches of ``batch`` rows, one short write transaction each, so pruning a large
+    backlog never holds the write lock for long.
+    """
+    pruned = 0
+    while True:
+        before = pruned
+        async with db.write() as conn:
+            rows = list(
+                await conn.execute(
+                    select(
+                        ltm_entries.c.scope,
+                        ltm_entries.c.key,
+                        ltm_entries.c.version,
+                        ltm_entries.c.expires_at,
+                    )
+                    .where(ltm_entries.c.expires_at <= now)
+                    .order_by(ltm_entries.c.expires_at)
+                    .limit(batch)
+                    .with_for_update(skip_locked=True)
+                )
+            )
+            for row in rows:
+                gone = await conn.execute(
+                    delete(ltm_entries).where(
+                        _pk(row.scope, row.key), ltm_entries.c.version == row.version
+                    )
+                )
+                if gone.rowcount == 1:  # else: replaced meanwhile (PostgreSQL), not expired
+                    await _record(
+                        conn, row.scope, row.key, row.version + 1, None, "expire", row.expires_at
+                    )
+                    pruned += 1
+        if len(rows) < batch or pruned == before:
+            return pruned
