@@ -1,6 +1,6 @@
 """Many processes, one session: memstore beside raw sqlite3 with a busy timeout, same run.
 
-    python benchmarks/multiprocess.py [--procs 4] [--n 500] [--words 30]
+    python benchmarks/many_workers.py [--procs 4] [--n 500] [--words 30]
 
 Each of ``--procs`` processes appends ``--n`` messages of ``--words`` words to ONE session,
 starting together (a barrier). Raw sqlite3 does the same inserts into one table (WAL,
@@ -48,6 +48,14 @@ WORDS = [
 
 def text(rng: random.Random, words: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(words))
+
+
+def create_raw_table(path: str) -> None:
+    """The raw baseline's table, in WAL mode."""
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("CREATE TABLE items (id TEXT PRIMARY KEY, session_id TEXT, seq INT, content TEXT)")
+    conn.close()
 
 
 def raw_worker(path: str, n: int, words: int, barrier: Any, out: Any) -> None:
@@ -160,12 +168,7 @@ def main() -> None:
     total = args.procs * args.n
     with tempfile.TemporaryDirectory() as tmp:
         raw_path = str(Path(tmp) / "raw.db")
-        conn = sqlite3.connect(raw_path)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(
-            "CREATE TABLE items (id TEXT PRIMARY KEY, session_id TEXT, seq INT, content TEXT)"
-        )
-        conn.close()
+        create_raw_table(raw_path)
         start = time.perf_counter()
         raw = run_processes(raw_worker, (raw_path, args.n, args.words), args.procs)
         raw_wall = time.perf_counter() - start
