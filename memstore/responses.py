@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from memstore.model import MemoryItem, MemoryKind
 
 if TYPE_CHECKING:
-    from memstore.ltm import LongTermEntry
+    from memstore.ltm_model import LongTermEntry
 
 SUMMARY_PREAMBLE = (
     "Working-memory summary of earlier observable context. "

@@ -37,7 +37,7 @@ from memstore.errors import (
     MemstoreError,
     SessionNotFoundError,
 )
-from memstore.ltm import memory_budget, validate_scopes
+from memstore.ltm_model import memory_budget, validate_scopes
 from memstore.model import (
     DEFAULT_KIND,
     CompactionReport,
