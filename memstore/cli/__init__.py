@@ -42,7 +42,7 @@ def main(ctx: click.Context, db: str) -> None:
 
 
 def _register() -> None:
-    from memstore.cli import check, db, demo, inspect, replay, transfer, write
+    from memstore.cli import check, db, demo, inspect, ltm, replay, transfer, write
 
     for command in (
         check.check,
@@ -52,6 +52,7 @@ def _register() -> None:
         inspect.show_session,
         inspect.show_reports,
         inspect.show_input,
+        ltm.ltm_group,
         replay.replay_session,
         transfer.export_session,
         transfer.import_session,
