@@ -212,16 +212,20 @@ async def get_entry(db: Database, scope: str, key: str, now: datetime) -> dict[s
 async def list_entries(
     db: Database, *, scope: str | None, prefix: str | None, now: datetime
 ) -> list[dict[str, Any]]:
-    """Live entries, by scope then key; optionally one scope, optionally keys with a prefix."""
+    """Live entries, by scope then key; optionally one scope, optionally keys with a prefix.
+
+    The order is code-point order on every backend (sorted here, not by the database's
+    collation, which on PostgreSQL may be locale-dependent).
+    """
     stmt = select(*ENTRY_COLUMNS).where(_live(now))
     if scope is not None:
         stmt = stmt.where(ltm_entries.c.scope == scope)
     if prefix:
         # substr, not LIKE: LIKE is case-insensitive on SQLite and treats % and _ as wildcards.
         stmt = stmt.where(func.substr(ltm_entries.c.key, 1, len(prefix)) == prefix)
-    stmt = stmt.order_by(ltm_entries.c.scope, ltm_entries.c.key)
     async with db.read() as conn:
-        return [dict(row._mapping) for row in await conn.execute(stmt)]
+        records = [dict(row._mapping) for row in await conn.execute(stmt)]
+    return sorted(records, key=lambda record: (record["scope"], record["key"]))
 
 
 async def entries_in_scopes(

@@ -20,6 +20,7 @@ Design notes:
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -73,6 +74,34 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value.tzinfo is None:
             return value.replace(tzinfo=UTC)  # type: ignore[no-any-return]
         return value.astimezone(UTC)  # type: ignore[no-any-return]
+
+
+class JSONDocument(TypeDecorator[Any]):
+    """JSON that reads back exactly as it was written, on every backend.
+
+    SQLite gives a column declared ``JSON`` NUMERIC affinity, so a stored ``1.0`` came back as
+    the integer 1 and ``2**80`` as a float. On SQLite this type is a TEXT column holding the
+    JSON text (encoded and decoded here); elsewhere it is the backend's JSON type. ``None``
+    is SQL NULL, not the JSON text ``null``.
+    """
+
+    impl = JSON
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> Any:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(Text())
+        return dialect.type_descriptor(JSON(none_as_null=True))
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if dialect.name != "sqlite" or value is None:
+            return value
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        if dialect.name != "sqlite" or not isinstance(value, str):
+            return value
+        return json.loads(value)
 
 
 sessions = Table(
@@ -198,7 +227,7 @@ ltm_entries = Table(
     metadata,
     Column("scope", String(128), nullable=False),
     Column("key", String(256), nullable=False),
-    Column("value", JSON, nullable=False),
+    Column("value", JSONDocument, nullable=False),
     Column("version", Integer, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
@@ -215,8 +244,7 @@ ltm_history = Table(
     Column("scope", String(128), nullable=False),
     Column("key", String(256), nullable=False),
     Column("version", Integer, nullable=False),
-    # NULL for a delete or an expiry (none_as_null: SQL NULL, not the JSON text "null").
-    Column("value", JSON(none_as_null=True), nullable=True),
+    Column("value", JSONDocument, nullable=True),  # NULL for a delete or an expiry
     Column("action", String(16), nullable=False),
     Column("changed_at", UTCDateTime, nullable=False),
     UniqueConstraint("scope", "key", "version"),

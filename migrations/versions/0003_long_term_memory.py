@@ -20,6 +20,9 @@ branch_labels = None
 depends_on = None
 
 UTC = sa.DateTime(timezone=True)
+# TEXT on SQLite: a column declared JSON gets NUMERIC affinity there, which would store the
+# JSON text 1.0 as the integer 1 (memstore.db.tables.JSONDocument encodes the JSON itself).
+JSON_DOCUMENT = sa.JSON().with_variant(sa.Text(), "sqlite")
 
 
 def upgrade() -> None:
@@ -27,7 +30,7 @@ def upgrade() -> None:
         "ltm_entries",
         sa.Column("scope", sa.String(128), nullable=False),
         sa.Column("key", sa.String(256), nullable=False),
-        sa.Column("value", sa.JSON, nullable=False),
+        sa.Column("value", JSON_DOCUMENT, nullable=False),
         sa.Column("version", sa.Integer, nullable=False),
         sa.Column("created_at", UTC, nullable=False),
         sa.Column("updated_at", UTC, nullable=False),
@@ -41,7 +44,7 @@ def upgrade() -> None:
         sa.Column("scope", sa.String(128), nullable=False),
         sa.Column("key", sa.String(256), nullable=False),
         sa.Column("version", sa.Integer, nullable=False),
-        sa.Column("value", sa.JSON, nullable=True),
+        sa.Column("value", JSON_DOCUMENT, nullable=True),
         sa.Column("action", sa.String(16), nullable=False),
         sa.Column("changed_at", UTC, nullable=False),
         sa.PrimaryKeyConstraint("id", name="pk_ltm_history"),
