@@ -118,7 +118,8 @@ def memories_message(entries: Sequence[LongTermEntry], *, omitted: int = 0) -> d
     """
     lines = [MEMORIES_PREAMBLE, MEMORIES_OPEN, *(memory_line(e) for e in entries), MEMORIES_CLOSE]
     if omitted:
-        lines.append(f"({omitted} more saved entries are not shown: over the memory budget.)")
+        what = "entry is" if omitted == 1 else "entries are"
+        lines.append(f"({omitted} more saved {what} not shown: over the memory budget.)")
     return message("developer", "\n".join(lines))
 
 
