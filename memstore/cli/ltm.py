@@ -71,26 +71,22 @@ def when(moment: Any) -> str:
 
 
 def entries_table(entries: list[LongTermEntry], *, full: bool = False) -> Table:
-    """Entries: scope, key, version, value, updated and expiry."""
+    """Entries: scope, key, version, value, updated (and expiry, if any entry has one)."""
+    expiring = any(entry.expires_at is not None for entry in entries)
     table = Table(title="long-term entries", title_justify="left")
-    for name, justify in (
-        ("scope", "left"),
-        ("key", "left"),
-        ("version", "right"),
-        ("value", "left"),
-        ("updated (UTC)", "left"),
-        ("expires (UTC)", "left"),
-    ):
-        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    table.add_column("scope", no_wrap=True)
+    table.add_column("key", overflow="fold")
+    table.add_column("version", justify="right")
+    table.add_column("value", overflow="fold", ratio=1)
+    table.add_column("updated (UTC)", no_wrap=True)
+    if expiring:
+        table.add_column("expires (UTC)", no_wrap=True)
     for entry in entries:
-        table.add_row(
-            Text(entry.scope),
-            Text(entry.key),
-            str(entry.version),
-            show_value(entry.value, full=full),
-            when(entry.updated_at),
-            when(entry.expires_at),
-        )
+        row = [Text(entry.scope), Text(entry.key), Text(str(entry.version))]
+        row += [show_value(entry.value, full=full), Text(when(entry.updated_at))]
+        if expiring:
+            row.append(Text(when(entry.expires_at)))
+        table.add_row(*row)
     return table
 
 
@@ -99,8 +95,8 @@ def history_table(changes: list[LongTermChange]) -> Table:
     table = Table(title="history", title_justify="left")
     table.add_column("version", justify="right")
     table.add_column("action")
-    table.add_column("at (UTC)")
-    table.add_column("value", overflow="fold")
+    table.add_column("at (UTC)", no_wrap=True)
+    table.add_column("value", overflow="fold", ratio=1)
     for change in changes:
         value = Text("") if change.action != "set" else show_value(change.value)
         table.add_row(str(change.version), change.action, when(change.changed_at), value)
