@@ -66,7 +66,7 @@ async def run(args: argparse.Namespace) -> dict[str, int]:
         if args.marker:
             append_line(args.marker, "summarizing")
         await asyncio.sleep(args.pause_first if calls == 1 else rng.uniform(0, args.slow))
-        if rng.random() < args.fail_rate:
+        if (calls == 1 and args.fail_first) or rng.random() < args.fail_rate:
             raise RuntimeError("scripted summarizer failure")
         prefix = f"STALE-{args.name}-{calls}" if args.stale_summary else f"summary by {args.name}"
         return f"{prefix}: {len(items)} items folded"
@@ -115,6 +115,7 @@ def main() -> None:
     parser.add_argument("--lease", type=float, default=60.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--pause-first", type=float, default=0.0)
+    parser.add_argument("--fail-first", action="store_true", help="fail the first call")
     parser.add_argument("--stale-summary", action="store_true")
     args = parser.parse_args()
     result = asyncio.run(run(args))

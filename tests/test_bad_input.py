@@ -810,26 +810,28 @@ async def test_new_database_files_are_private(db_path: Path, umask: int) -> None
 # -- a full disk -------------------------------------------------------------------------------
 
 
-async def test_full_database_is_a_typed_error_and_writes_nothing(tmp_path: Path) -> None:
+async def test_full_database_is_a_typed_error_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """SQLITE_FULL, produced the portable way: a page budget the next write cannot fit."""
-    from sqlalchemy import event
+    from memstore.db import sqlite_appender
+
+    connect = sqlite_appender.SqliteAppender._connect
+
+    def capped(self: sqlite_appender.SqliteAppender) -> sqlite3.Connection:
+        conn = connect(self)
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count = {pages}")
+        return conn
 
     path = tmp_path / "full.db"
     async with MemoryStore.open(path) as store:
         memory = store.session("s", limits=LIMITS, estimator=WordEstimator())
         await memory.add("user", "first item")
-        engine = store.database.engine
-        await engine.dispose()  # new connections only, so each one gets the budget below
-
-        @event.listens_for(engine.sync_engine, "connect")
-        def _cap(dbapi_connection: object, _record: object) -> None:
-            cursor = dbapi_connection.cursor()  # type: ignore[attr-defined]
-            cursor.execute("PRAGMA page_count")
-            pages = cursor.fetchone()[0]
-            cursor.execute(f"PRAGMA max_page_count = {pages}")
-            cursor.close()
-
-        before = state(path)
+    monkeypatch.setattr(sqlite_appender.SqliteAppender, "_connect", capped)
+    before = state(path)
+    async with MemoryStore.open(path) as store:  # a new appender: its connection is capped
+        memory = store.session("s", limits=LIMITS, estimator=WordEstimator())
         with pytest.raises(StorageFullError) as info:
             await memory.add("user", "x " * 20_000)
         assert "full" in str(info.value)

@@ -88,6 +88,7 @@ def test_stress_appends_and_compactions_from_many_processes(
             per_worker,
             "--fail-rate",
             "0.25",
+            "--fail-first",
             "--slow",
             "0.05",
             "--calls",

@@ -1,36 +1,38 @@
-"""Appends: one short write transaction per item.
+"""Appends: the statements of one append, written once, run by two drivers.
 
-The session row is updated first (version, next seq, cached totals, returned in the same
-statement); that statement is also what serializes concurrent appends on PostgreSQL, where
-it takes the row lock. Then the item row is inserted. Nothing else runs under the lock.
+An append is one short write transaction:
+
+1. update the session row (version, next seq, cached totals, returned by the same statement);
+   on PostgreSQL this statement also takes the row lock that serializes appends;
+2. if the session does not exist yet, create it and repeat step 1;
+3. with an idempotency key, look the key up: an item already stored under it is returned
+   instead (nothing is written), or a conflict raised if it differs;
+4. insert the item.
+
+:func:`append_steps` is that sequence as a generator of statements; it holds the logic. The
+drivers only execute what it yields: :func:`append` through SQLAlchemy's async engine (the
+PostgreSQL path, one transaction per append), and :mod:`memstore.db.sqlite_appender` on one
+dedicated stdlib ``sqlite3`` connection that commits concurrent appends together.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, insert, select, update
+from sqlalchemy import Insert, Select, Update, bindparam, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memstore.db.engine import Database
-from memstore.db.reads import (
-    ITEM_COLUMNS,
-    existing_estimator,
-    row_to_item,
-    session_info,
-    session_total,
-    utcnow,
-)
-from memstore.db.tables import items, sessions
-from memstore.errors import (
-    EstimatorMismatchError,
-    IdempotencyConflictError,
-)
+from memstore.db.reads import ITEM_COLUMNS, row_to_item, session_total, utcnow
+from memstore.db.tables import UTCDateTime, items, sessions
+from memstore.errors import EstimatorMismatchError, IdempotencyConflictError
 from memstore.model import (
+    ITEM_OVERHEAD_TOKENS,
     MemoryItem,
     MemoryKind,
     MemoryLimits,
@@ -38,8 +40,10 @@ from memstore.model import (
     Priority,
 )
 
+#: What append_steps yields: statements both drivers can run (and the SQLite one compile).
+Statement = Update | Select[Any] | Insert
 
-#: Ids per ``IN (...)`` list: far below SQLite's and PostgreSQL's parameter limits.
+
 @dataclass(frozen=True)
 class NewItem:
     """A validated, counted item about to be appended."""
@@ -62,153 +66,200 @@ class AppendResult:
     duplicate: bool = False
 
 
-async def _create_session_row(
-    conn: AsyncConnection, dialect: str, session_id: str, estimator: str, limits: MemoryLimits
-) -> None:
-    now = utcnow()
-    values = dict(
-        id=session_id,
-        version=0,
-        estimator=estimator,
-        last_seq=0,
-        active_items=0,
-        active_tokens=0,
-        user_turns=0,
-        compaction_count=0,
-        hard_limit=limits.hard,
-        target_limit=limits.target,
-        keep_recent=limits.keep_recent,
-        lease_token=0,
-        created_at=now,
-        updated_at=now,
-    )
-    dialect_insert = pg_insert if dialect == "postgresql" else sqlite_insert
-    # ON CONFLICT DO NOTHING: two workers may create the same session at once.
-    await conn.execute(dialect_insert(sessions).values(**values).on_conflict_do_nothing())
-
-
-async def _bump_for_append(
-    conn: AsyncConnection,
-    session_id: str,
-    estimator: str,
-    cost: int,
-    is_user: int,
-    limits: MemoryLimits,
-) -> Row[Any] | None:
-    stmt = (
-        update(sessions)
-        .where(sessions.c.id == session_id, sessions.c.estimator == estimator)
-        .values(
-            version=sessions.c.version + 1,
-            last_seq=sessions.c.last_seq + 1,
-            active_items=sessions.c.active_items + 1,
-            active_tokens=sessions.c.active_tokens + cost,
-            user_turns=sessions.c.user_turns + is_user,
-            hard_limit=limits.hard,
-            target_limit=limits.target,
-            keep_recent=limits.keep_recent,
-            updated_at=utcnow(),
-        )
-        .returning(
-            sessions.c.version,
-            sessions.c.last_seq,
-            sessions.c.active_tokens,
-            sessions.c.summary_tokens,
-            sessions.c.user_turns,
-        )
-    )
-    return (await conn.execute(stmt)).first()
-
-
-async def _find_by_key(conn: AsyncConnection, session_id: str, key: str) -> MemoryItem | None:
-    row = (
-        await conn.execute(
-            select(*ITEM_COLUMNS).where(
-                items.c.session_id == session_id, items.c.idempotency_key == key
-            )
-        )
-    ).first()
-    return None if row is None else row_to_item(row)
-
-
-class _Duplicate(Exception):
-    """Internal: roll the append back, the key was already used for the same item."""
+class Duplicate(Exception):
+    """The key was already used for the same item: roll back, answer with the stored one."""
 
     def __init__(self, item: MemoryItem) -> None:
         self.item = item
 
 
-async def append(
-    db: Database, session_id: str, estimator: str, limits: MemoryLimits, new: NewItem
-) -> AppendResult:
-    """Append one item in one short write transaction.
+# -- the statements (bound parameters only; built once) ------------------------------------
 
-    The session row is updated first (version, next seq, cached totals); that statement is
-    also what serializes concurrent appends on PostgreSQL. With an idempotency key, an item
-    already stored under it is returned instead (or a conflict raised if it differs), and
-    nothing is written.
+BUMP = (
+    update(sessions)
+    .where(sessions.c.id == bindparam("sid"), sessions.c.estimator == bindparam("est"))
+    .values(
+        version=sessions.c.version + 1,
+        last_seq=sessions.c.last_seq + 1,
+        active_items=sessions.c.active_items + 1,
+        active_tokens=sessions.c.active_tokens + bindparam("cost"),
+        user_turns=sessions.c.user_turns + bindparam("is_user"),
+        hard_limit=bindparam("hard"),
+        target_limit=bindparam("target"),
+        keep_recent=bindparam("keep"),
+        updated_at=bindparam("now", type_=UTCDateTime),
+    )
+    .returning(
+        sessions.c.version,
+        sessions.c.last_seq,
+        sessions.c.active_tokens,
+        sessions.c.summary_tokens,
+        sessions.c.user_turns,
+    )
+)
+ESTIMATOR = select(sessions.c.estimator).where(sessions.c.id == bindparam("sid"))
+TOTALS = select(sessions.c.active_tokens, sessions.c.summary_tokens).where(
+    sessions.c.id == bindparam("sid")
+)
+BY_KEY = select(*ITEM_COLUMNS).where(
+    items.c.session_id == bindparam("sid"), items.c.idempotency_key == bindparam("key")
+)
+_SESSION_COLUMNS = (
+    "id", "version", "estimator", "last_seq", "active_items", "active_tokens", "user_turns",
+    "compaction_count", "hard_limit", "target_limit", "keep_recent", "lease_token",
+    "created_at", "updated_at",
+)  # fmt: skip
+_ITEM_INSERT_COLUMNS = (
+    "id", "session_id", "seq", "role", "kind", "priority", "content", "created_at",
+    "estimated_tokens", "added_version", "idempotency_key", "version",
+)  # fmt: skip
+INSERT_ITEM = insert(items).values({name: bindparam(name) for name in _ITEM_INSERT_COLUMNS})
+
+
+def _create_session(dialect_insert: Any) -> Statement:
+    statement: Statement = (
+        dialect_insert(sessions)
+        .values({name: bindparam(name) for name in _SESSION_COLUMNS})
+        .on_conflict_do_nothing()
+    )
+    return statement
+
+
+#: ``INSERT ... ON CONFLICT DO NOTHING``: two workers may create one session at once.
+CREATE_SESSION = {
+    "postgresql": _create_session(pg_insert),
+    "sqlite": _create_session(sqlite_insert),
+}
+
+
+#: One step: (statement, parameters). The driver sends back the first row (as a mapping) or
+#: None. A statement that returns nothing gets None.
+Step = tuple["Statement", dict[str, Any]]
+Row = Mapping[str, Any] | None
+
+
+def append_steps(
+    dialect: str, session_id: str, estimator: str, limits: MemoryLimits, new: NewItem
+) -> Generator[Step, Row, AppendResult]:
+    """The statements of one append, in order (see the module docstring).
 
     Raises:
         EstimatorMismatchError: the session was counted by another estimator.
         IdempotencyConflictError: the key was used for different content.
+        Duplicate: the key was used for this very item (the driver rolls back).
     """
-    cost = new.estimated_tokens + 4
-    is_user = int(new.kind is MemoryKind.USER_MESSAGE)
+    now = utcnow()
+    bump = {
+        "sid": session_id,
+        "est": estimator,
+        "cost": new.estimated_tokens + ITEM_OVERHEAD_TOKENS,
+        "is_user": int(new.kind is MemoryKind.USER_MESSAGE),
+        "hard": limits.hard,
+        "target": limits.target,
+        "keep": limits.keep_recent,
+        "now": now,
+    }
+    row = yield BUMP, bump
+    if row is None:
+        existing = yield ESTIMATOR, {"sid": session_id}
+        if existing is not None:
+            raise EstimatorMismatchError(
+                session_id, expected=existing["estimator"], actual=estimator
+            )
+        yield CREATE_SESSION.get(dialect, CREATE_SESSION["sqlite"]), {
+            "id": session_id, "version": 0, "estimator": estimator, "last_seq": 0,
+            "active_items": 0, "active_tokens": 0, "user_turns": 0, "compaction_count": 0,
+            "hard_limit": limits.hard, "target_limit": limits.target,
+            "keep_recent": limits.keep_recent, "lease_token": 0, "created_at": now,
+            "updated_at": now,
+        }  # fmt: skip
+        row = yield BUMP, bump
+        if row is None:  # created at the same moment by a worker with another estimator
+            existing = yield ESTIMATOR, {"sid": session_id}
+            raise EstimatorMismatchError(
+                session_id, expected=str(existing and existing["estimator"]), actual=estimator
+            )
+    if new.idempotency_key is not None:
+        found = yield BY_KEY, {"sid": session_id, "key": new.idempotency_key}
+        if found is not None:
+            stored = row_to_item(_Attrs(found))
+            if (stored.content, stored.kind, stored.role, stored.priority) != (
+                new.content, new.kind, new.role, new.priority,
+            ):  # fmt: skip
+                raise IdempotencyConflictError(session_id, new.idempotency_key)
+            raise Duplicate(stored)
+    item = MemoryItem(
+        id=str(uuid.uuid4()),
+        session_id=session_id,
+        seq=row["last_seq"],
+        role=new.role,
+        kind=new.kind,
+        priority=new.priority,
+        content=new.content,
+        timestamp=now,
+        estimated_tokens=new.estimated_tokens,
+        version=row["version"],
+    )
+    yield INSERT_ITEM, {
+        "id": item.id, "session_id": session_id, "seq": item.seq, "role": item.role.value,
+        "kind": item.kind.value, "priority": int(item.priority), "content": item.content,
+        "created_at": now, "estimated_tokens": item.estimated_tokens,
+        "added_version": item.version, "idempotency_key": new.idempotency_key, "version": 1,
+    }  # fmt: skip
+    return AppendResult(
+        item, session_total(row["active_tokens"], row["summary_tokens"]), row["user_turns"]
+    )
+
+
+class _Attrs:
+    """Attribute access over a mapping (``row_to_item`` reads ``row.content``)."""
+
+    def __init__(self, mapping: Mapping[str, Any]) -> None:
+        self._mapping = mapping
+
+    def __getattr__(self, name: str) -> Any:
+        value = self._mapping[name]
+        if name == "created_at" and isinstance(value, str):  # the stdlib driver's raw text
+            value = UTCDateTime().process_result_value(datetime.fromisoformat(value), None)  # type: ignore[arg-type]
+        return value
+
+
+async def append(
+    db: Database, session_id: str, estimator: str, limits: MemoryLimits, new: NewItem
+) -> AppendResult:
+    """Append one item durably; return it with the session's new total.
+
+    On SQLite the dedicated appender commits concurrent appends together (each caller still
+    gets its own durable acknowledgement); elsewhere each append is its own transaction.
+
+    Raises:
+        EstimatorMismatchError: the session was counted by another estimator.
+        IdempotencyConflictError: the key was used for different content.
+        LockTimeoutError: the database stayed locked past the busy timeout.
+    """
+    appender = db.appender()
+    if appender is not None:
+        return await appender.append(session_id, estimator, limits, new)
+    steps = append_steps(db.dialect, session_id, estimator, limits, new)
     try:
         async with db.write() as conn:
-            row = await _bump_for_append(conn, session_id, estimator, cost, is_user, limits)
-            if row is None:
-                existing = await existing_estimator(conn, session_id)
-                if existing is not None:
-                    raise EstimatorMismatchError(session_id, expected=existing, actual=estimator)
-                await _create_session_row(conn, db.dialect, session_id, estimator, limits)
-                row = await _bump_for_append(conn, session_id, estimator, cost, is_user, limits)
-                if row is None:  # created concurrently with another estimator
-                    existing = await existing_estimator(conn, session_id)
-                    raise EstimatorMismatchError(
-                        session_id, expected=str(existing), actual=estimator
-                    )
-            if new.idempotency_key is not None:
-                found = await _find_by_key(conn, session_id, new.idempotency_key)
-                if found is not None:
-                    same = (found.content, found.kind, found.role, found.priority) == (
-                        new.content,
-                        new.kind,
-                        new.role,
-                        new.priority,
-                    )
-                    if not same:
-                        raise IdempotencyConflictError(session_id, new.idempotency_key)
-                    raise _Duplicate(found)
-            item = MemoryItem(
-                id=str(uuid.uuid4()),
-                session_id=session_id,
-                seq=row.last_seq,
-                role=new.role,
-                kind=new.kind,
-                priority=new.priority,
-                content=new.content,
-                timestamp=utcnow(),
-                estimated_tokens=new.estimated_tokens,
-                version=row.version,
-            )
-            await conn.execute(
-                insert(items).values(
-                    id=item.id,
-                    session_id=session_id,
-                    seq=item.seq,
-                    role=item.role.value,
-                    kind=item.kind.value,
-                    priority=int(item.priority),
-                    content=item.content,
-                    created_at=item.timestamp,
-                    estimated_tokens=item.estimated_tokens,
-                    added_version=item.version,
-                    idempotency_key=new.idempotency_key,
-                    version=1,
-                )
-            )
-    except _Duplicate as duplicate:
-        info = await session_info(db, session_id)
-        return AppendResult(duplicate.item, info.total_tokens, 0, duplicate=True)
-    return AppendResult(item, session_total(row.active_tokens, row.summary_tokens), row.user_turns)
+            statement, params = next(steps)
+            while True:
+                result = await conn.execute(statement, params)
+                first = result.mappings().first() if result.returns_rows else None
+                row = None if first is None else dict(first)
+                try:
+                    statement, params = steps.send(row)
+                except StopIteration as done:
+                    appended: AppendResult = done.value
+                    break
+    except Duplicate as duplicate:  # raised inside the transaction: it rolled back
+        return await _duplicate_result(db, session_id, duplicate.item)
+    return appended
+
+
+async def _duplicate_result(db: Database, session_id: str, item: MemoryItem) -> AppendResult:
+    async with db.read() as conn:
+        row = (await conn.execute(TOTALS, {"sid": session_id})).mappings().one()
+    total = session_total(row["active_tokens"], row["summary_tokens"])
+    return AppendResult(item, total, 0, duplicate=True)

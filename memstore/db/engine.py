@@ -22,6 +22,7 @@ recipe), and the pool also refuses, on checkout, any connection opened by anothe
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import sqlite3
@@ -30,7 +31,7 @@ import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import event, exc
 from sqlalchemy.engine import make_url
@@ -47,6 +48,9 @@ from memstore.errors import (
 )
 
 SQLITE_HEADER = b"SQLite format 3\x00"
+if TYPE_CHECKING:
+    from memstore.db.sqlite_appender import SqliteAppender
+
 _WRITE = "memstore_write"
 _ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg"}
 
@@ -195,6 +199,8 @@ class Database:
         _install_fork_guard(engine)
         _LIVE_ENGINES.add(engine)
         self._writer = engine.execution_options(**{_WRITE: True})
+        self._sqlite_file = sqlite_path(engine.url.render_as_string(hide_password=False))
+        self._appender: SqliteAppender | None = None
         # PostgreSQL's default READ COMMITTED takes a new snapshot per statement; a read of the
         # session row and then its items must see one moment, so reads use REPEATABLE READ
         # (read-only transactions never fail with serialization errors there).
@@ -203,6 +209,15 @@ class Database:
             if self.dialect == "postgresql"
             else engine
         )
+
+    def appender(self) -> SqliteAppender | None:
+        """The SQLite append fast path of this process (``None`` on other backends)."""
+        if self._sqlite_file is None:
+            return None
+        from memstore.db.sqlite_appender import appender_for  # imports this module
+
+        self._appender = appender_for(self._sqlite_file, self.settings, self._appender)
+        return self._appender
 
     @property
     def url(self) -> str:
@@ -224,7 +239,10 @@ class Database:
                 yield conn
 
     async def close(self) -> None:
-        """Close every pooled connection."""
+        """Finish queued appends, then close every connection."""
+        if self._appender is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self._appender.close)
+            self._appender = None
         with translate_errors():
             await self.engine.dispose()
 
