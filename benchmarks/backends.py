@@ -20,6 +20,7 @@ from pathlib import Path
 
 from append_throughput import memstore_appends, messages, raw_sqlite
 from many_workers import (
+    LIMITS,
     create,
     create_raw_table,
     memstore_worker,
@@ -75,7 +76,9 @@ def main() -> None:
             if url.startswith("postgresql"):
                 asyncio.run(reset(url))
             asyncio.run(create(url))
-            results = run_processes(memstore_worker, (url, args.per_proc, 30), args.procs)
+            results = run_processes(
+                memstore_worker, (url, args.per_proc, 30, 0.0, LIMITS), args.procs
+            )
             facts = asyncio.run(summarize_reports(url))
             calls = sum(r["calls"] for r in results)
             ratio = calls / facts["summarizing"] if facts["summarizing"] else float("nan")

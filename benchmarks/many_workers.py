@@ -5,8 +5,10 @@
 Each of ``--procs`` processes appends ``--n`` messages of ``--words`` words to ONE session,
 starting together (a barrier). Raw sqlite3 does the same inserts into one table (WAL,
 ``BEGIN IMMEDIATE``, ``busy_timeout`` 30 s, the same ``synchronous`` as memstore). memstore
-runs with limits low enough that the session compacts all the time, with a summarizer that
-takes 5-20 ms and fails one call in ten, so compactions race appends and each other.
+runs with limits low enough that the session compacts all the time (every ~17 appends), with
+a summarizer that fails one call in ten and takes ``--delay`` seconds (default 0: the
+figure is memstore's own cost), so compactions race appends and each other.
+``--no-compaction`` measures appends alone.
 
 Prints appends/s, errors, compaction retries and summarizer calls per committed summarizing
 compaction. ``--db-url`` runs the memstore side on another backend (e.g. PostgreSQL).
@@ -90,7 +92,9 @@ class _Conflicts(logging.Handler):
             self.count += 1
 
 
-def memstore_worker(url: str, n: int, words: int, barrier: Any, out: Any) -> None:
+def memstore_worker(
+    url: str, n: int, words: int, delay: float, limits: MemoryLimits, barrier: Any, out: Any
+) -> None:
     rng = random.Random()
     conflicts = _Conflicts()
     logging.getLogger("memstore").addHandler(conflicts)
@@ -100,7 +104,8 @@ def memstore_worker(url: str, n: int, words: int, barrier: Any, out: Any) -> Non
     async def summarizer(previous: str | None, items: Sequence[MemoryItem]) -> str:
         nonlocal calls
         calls += 1
-        await asyncio.sleep(rng.uniform(0.005, 0.02))
+        if delay:
+            await asyncio.sleep(rng.uniform(delay / 2, delay * 1.5))
         if rng.random() < 0.1:
             raise RuntimeError("scripted failure")
         return f"summary of {len(items)} items"
@@ -110,7 +115,7 @@ def memstore_worker(url: str, n: int, words: int, barrier: Any, out: Any) -> Non
         settings = Settings(busy_timeout_s=30)
         async with MemoryStore.open(url, settings=settings) as store:
             memory = store.session(
-                "shared", limits=LIMITS, estimator=WordEstimator(), summarizer=summarizer
+                "shared", limits=limits, estimator=WordEstimator(), summarizer=summarizer
             )
             await asyncio.get_running_loop().run_in_executor(None, barrier.wait)
             start = time.perf_counter()
@@ -164,6 +169,17 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=500)
     parser.add_argument("--words", type=int, default=30)
     parser.add_argument("--db-url", help="memstore database (default: a temporary SQLite file)")
+    parser.add_argument(
+        "--delay",
+        type=float,
+        default=0.0,
+        help="mean seconds a summarizer call takes (a model would: 1-10 s)",
+    )
+    parser.add_argument(
+        "--no-compaction",
+        action="store_true",
+        help="limits so high that nothing compacts: appends alone",
+    )
     args = parser.parse_args()
     total = args.procs * args.n
     with tempfile.TemporaryDirectory() as tmp:
@@ -176,7 +192,10 @@ def main() -> None:
         url = args.db_url or str(Path(tmp) / "memstore.db")
         asyncio.run(create(url))  # migrate once, outside the timed part
         start = time.perf_counter()
-        ms = run_processes(memstore_worker, (url, args.n, args.words), args.procs)
+        limits = LIMITS if not args.no_compaction else MemoryLimits(10**9, 10**8, 4)
+        ms = run_processes(
+            memstore_worker, (url, args.n, args.words, args.delay, limits), args.procs
+        )
         ms_wall = time.perf_counter() - start
         facts = asyncio.run(summarize_reports(url))
 
