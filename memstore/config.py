@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from memstore.errors import ConfigurationError
+from memstore.errors import ConfigurationError, ModelConfigurationError
 
 #: SPEC 2.2 defaults: compaction starts at 1500 estimated tokens and finishes at 900.
 DEFAULT_HARD_LIMIT = 1500
@@ -34,6 +34,9 @@ DEFAULT_LEASE_S = 60.0
 #: FULL: an acknowledged append survives power loss, not only a crash of the process.
 DEFAULT_SQLITE_SYNCHRONOUS = "FULL"
 DEFAULT_DB = "memstore.db"
+#: The model `memstore chat` and the examples use when neither --model nor OPENAI_MODEL says:
+#: small, cheap and good with function tools.
+DEFAULT_MODEL = "gpt-4o-mini"
 
 _SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
 
@@ -160,6 +163,51 @@ def rename_setting(error: ConfigurationError, variables: Mapping[str, str]) -> C
     """The same error, naming the environment variable that fed the offending field."""
     variable = variables.get(error.field, error.field)
     return ConfigurationError(variable, str(error).split(": ", 1)[-1])
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Where the model side calls a model: the Responses API of OpenAI or a compatible server.
+
+    The API key is held in memory only: memstore never writes it anywhere.
+
+    Attributes:
+        api_key: ``OPENAI_API_KEY``.
+        base_url: ``OPENAI_BASE_URL`` (``None``: the client's default, api.openai.com).
+        model: ``OPENAI_MODEL``, else :data:`DEFAULT_MODEL`.
+    """
+
+    api_key: str = field(repr=False)
+    base_url: str | None = None
+    model: str = DEFAULT_MODEL
+
+    @classmethod
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, *, model: str | None = None
+    ) -> ModelSettings:
+        """Read ``OPENAI_API_KEY``, ``OPENAI_BASE_URL`` and ``OPENAI_MODEL``.
+
+        Args:
+            env: The environment (``os.environ`` by default).
+            model: Overrides ``OPENAI_MODEL`` (a ``--model`` option).
+
+        Raises:
+            ModelConfigurationError: ``OPENAI_API_KEY`` is missing or blank.
+        """
+        env = os.environ if env is None else env
+        api_key = (env.get("OPENAI_API_KEY") or "").strip()
+        if not api_key:
+            raise ModelConfigurationError(
+                "OPENAI_API_KEY",
+                "is not set; export your key (for another OpenAI-compatible server, set "
+                "OPENAI_BASE_URL too)",
+            )
+        chosen = (model or env.get("OPENAI_MODEL") or "").strip() or DEFAULT_MODEL
+        return cls(
+            api_key=api_key,
+            base_url=(env.get("OPENAI_BASE_URL") or "").strip() or None,
+            model=chosen,
+        )
 
 
 def default_database(env: Mapping[str, str] | None = None) -> str:

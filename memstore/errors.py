@@ -9,6 +9,7 @@ so that programs never parse messages. Builtin bases are added where they help c
     ├── ValidationError (ValueError)          bad input; .field names it
     │   ├── KindRoleMismatchError             kind and role disagree
     │   └── ConfigurationError                invalid limits or settings
+    │       └── ModelConfigurationError       no API key (or model) for the model side
     ├── NotFoundError (LookupError)
     │   ├── SessionNotFoundError
     │   └── EntryNotFoundError                no such long-term entry (CLI get/delete)
@@ -17,6 +18,9 @@ so that programs never parse messages. Builtin bases are added where they help c
     │   ├── IdempotencyConflictError          same key, different content
     │   ├── EstimatorMismatchError            session counted by another estimator
     │   └── VersionConflictError              long-term entry at another version
+    ├── ModelError                            the model side failed (agent, chat, summaries)
+    │   ├── ModelCallError                    HTTP error, timeout, unreachable or malformed reply
+    │   └── ToolLoopError                     the model kept calling tools past the round limit
     └── StorageError                          the database refused or failed
         ├── NotADatabaseError                 the file is not an SQLite database (untouched)
         ├── DatabaseMissingError (FileNotFoundError)  opened with create=False
@@ -63,6 +67,10 @@ class KindRoleMismatchError(ValidationError):
 
 class ConfigurationError(ValidationError):
     """A limit or setting is invalid; ``field`` names the setting."""
+
+
+class ModelConfigurationError(ConfigurationError):
+    """The model side is not configured: ``field`` names the variable (``OPENAI_API_KEY``)."""
 
 
 class NotFoundError(MemstoreError, LookupError):
@@ -152,6 +160,30 @@ class VersionConflictError(ConflictError):
         self.scope = scope
         self.key = key
         self.field = "expected_version"
+
+
+class ModelError(MemstoreError):
+    """A call to a model, or the agent loop around it, failed."""
+
+
+class ModelCallError(ModelError):
+    """The model server failed: an HTTP error, a timeout, no connection or a malformed reply.
+
+    Attributes:
+        status_code: The HTTP status, when the server answered with one.
+    """
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+class ToolLoopError(ModelError):
+    """The model still asked for tools after the agent's last allowed round."""
+
+    def __init__(self, rounds: int) -> None:
+        super().__init__(f"the model still called tools after {rounds} rounds; turn abandoned")
+        self.rounds = rounds
 
 
 class StorageError(MemstoreError):
