@@ -17,6 +17,9 @@ from memstore.errors import (
     KindRoleMismatchError,
     LockTimeoutError,
     MemstoreError,
+    ModelCallError,
+    ModelConfigurationError,
+    ModelError,
     NotADatabaseError,
     NotFoundError,
     ReadOnlyDatabaseError,
@@ -26,6 +29,7 @@ from memstore.errors import (
     SessionNotFoundError,
     StorageError,
     StorageFullError,
+    ToolLoopError,
     ValidationError,
     VersionConflictError,
 )
@@ -39,9 +43,10 @@ from memstore.model import (
     Priority,
     SessionInfo,
 )
+from memstore.openai_summarizer import OpenAISummarizer
 from memstore.session import SessionMemory
 from memstore.store import MemoryStore
-from memstore.summarizers import ExtractiveSummarizer, OpenAISummarizer
+from memstore.summarizers import ExtractiveSummarizer
 from memstore.tokens import ByteEstimator, TiktokenEstimator, TokenEstimator, WordEstimator
 
 __version__ = "0.1.0"
@@ -68,6 +73,9 @@ __all__ = [
     "MemoryRole",
     "MemoryStore",
     "MemstoreError",
+    "ModelCallError",
+    "ModelConfigurationError",
+    "ModelError",
     "NotADatabaseError",
     "NotFoundError",
     "OpenAISummarizer",
@@ -84,6 +92,7 @@ __all__ = [
     "StorageFullError",
     "TiktokenEstimator",
     "TokenEstimator",
+    "ToolLoopError",
     "ValidationError",
     "VersionConflictError",
     "WordEstimator",
