@@ -29,7 +29,7 @@ from memstore.model import (
 )
 from memstore.session import SessionMemory
 from memstore.summarizers import ExtractiveSummarizer, Summarizer
-from memstore.tokens import TiktokenEstimator, TokenEstimator, estimator_from_name
+from memstore.tokens import RecordedEstimator, TiktokenEstimator, TokenEstimator
 from memstore.validation import validate_session_id
 
 
@@ -154,7 +154,7 @@ class MemoryStore:
         return self.session(
             session_id,
             limits=info.limits,
-            estimator=estimator_from_name(info.estimator),
+            estimator=RecordedEstimator(info.estimator),
             summarizer=summarizer,
         )
 

@@ -217,3 +217,35 @@ def estimator_from_name(name: str) -> TokenEstimator:
     if name.startswith("tiktoken:"):
         return TiktokenEstimator(name.split(":", 1)[1])
     raise ValidationError("estimator", f"unknown estimator {name!r}")
+
+
+class RecordedEstimator:
+    """The estimator a session recorded, built on first use.
+
+    Operator tools reopen sessions by the estimator name they recorded; most of them (show,
+    reports, replay of stored counts) never count anything, so loading tiktoken's vocabulary
+    up front would only slow them down.
+
+    Raises (on first count):
+        EstimatorMismatchError: this machine cannot count the way the session was counted
+            (for example tiktoken's vocabulary is missing and it fell back to bytes).
+    """
+
+    def __init__(self, name: str) -> None:
+        if name not in (WordEstimator.name, ByteEstimator.name) and not (
+            name.startswith("tiktoken:") and name.split(":", 1)[1] in _ENCODING_SHAPES
+        ):
+            raise ValidationError("estimator", f"unknown estimator {name!r}")
+        self.name = name
+        self._real: TokenEstimator | None = None
+
+    def count(self, text: str) -> int:
+        """Count with the recorded estimator (loaded now if needed)."""
+        if self._real is None:
+            real = estimator_from_name(self.name)
+            if real.name != self.name:
+                from memstore.errors import EstimatorMismatchError
+
+                raise EstimatorMismatchError("?", expected=self.name, actual=real.name)
+            self._real = real
+        return self._real.count(text)

@@ -298,3 +298,10 @@ async def test_fresh_database_opens_while_another_process_writes_it(db_path: Pat
     assert stored_revisions(db_path) == [head_revision()]
     with closing(sqlite3.connect(db_path)) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_schema_head_constant_matches_the_migration_scripts() -> None:
+    """Opening a store compares with SCHEMA_HEAD without loading Alembic: keep them equal."""
+    from memstore.db.migrate import SCHEMA_HEAD
+
+    assert head_revision() == SCHEMA_HEAD

@@ -308,3 +308,28 @@ def test_estimator_from_unknown_name(name: str, field: str) -> None:
     with pytest.raises(ValidationError) as info:
         estimator_from_name(name)
     assert info.value.field == field and field in str(info.value)
+
+
+def test_recorded_estimator_loads_on_first_count_and_checks_its_name() -> None:
+    from memstore.errors import ValidationError
+    from memstore.tokens import RecordedEstimator
+
+    words = RecordedEstimator("words")
+    assert words.name == "words" and words.count("a b c") == 3
+    exact = RecordedEstimator("tiktoken:o200k_base")
+    assert exact.count("payment-service p95 latency is 1720ms and is degraded.") == 14
+    with pytest.raises(ValidationError):
+        RecordedEstimator("nonsense")
+
+
+def test_recorded_estimator_refuses_a_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+    import memstore.tokens as tokens
+    from memstore.errors import EstimatorMismatchError
+
+    monkeypatch.setattr(tokens, "_vocabulary_candidates", lambda encoding: [])
+    monkeypatch.setattr(
+        tokens, "_encoding", functools.lru_cache(maxsize=4)(tokens._encoding.__wrapped__)
+    )
+    recorded = tokens.RecordedEstimator("tiktoken:cl100k_base")
+    with pytest.warns(RuntimeWarning), pytest.raises(EstimatorMismatchError):
+        recorded.count("hello")

@@ -3,23 +3,28 @@
 The migrations live in the repository's top-level ``migrations/`` folder; the wheel carries
 them as the ``memstore._migrations`` package (see ``pyproject.toml``), so a plain
 ``pip install`` can create and upgrade databases without the checkout.
+
+Opening a store must stay cheap (every CLI command and every worker start does it), so the
+common case, a database already at :data:`SCHEMA_HEAD`, is one ``SELECT`` and never imports
+Alembic; Alembic and its script directory are loaded only to upgrade or to refuse.
 """
 
 from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from alembic.util.exc import CommandError
 from sqlalchemy import Connection, text
 
 from memstore.db.engine import Database
 from memstore.errors import SchemaOutdatedError, SchemaTooNewError, StorageError
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+#: The newest revision in migrations/versions (a test checks it against Alembic's own view).
+SCHEMA_HEAD = "0003"
 
 
 def migrations_dir() -> Path:
@@ -35,6 +40,8 @@ def migrations_dir() -> Path:
 
 def alembic_config(connection: Connection | None = None) -> Config:
     """An Alembic config pointing at our migrations (and, if given, at ``connection``)."""
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(migrations_dir()))
     if connection is not None:
@@ -43,7 +50,9 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 
 def head_revision() -> str:
-    """The newest revision this code knows."""
+    """The newest revision this code knows, as Alembic reads it from the scripts."""
+    from alembic.script import ScriptDirectory
+
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     assert head is not None, "the migrations folder has no revisions"
     return head
@@ -51,10 +60,16 @@ def head_revision() -> str:
 
 def current_revision(connection: Connection) -> str | None:
     """The database's revision, ``None`` for an empty database."""
+    from alembic.runtime.migration import MigrationContext
+
     return MigrationContext.configure(connection).get_current_revision()
 
 
 def _check_and_upgrade(connection: Connection, upgrade: bool) -> str | None:
+    from alembic import command
+    from alembic.script import ScriptDirectory
+    from alembic.util.exc import CommandError
+
     current = current_revision(connection)
     script = ScriptDirectory.from_config(alembic_config())
     head = script.get_current_head()
@@ -87,9 +102,7 @@ async def ensure_schema(database: Database, *, upgrade: bool = True) -> str | No
     Returns:
         The revision upgraded to, or ``None`` when the schema was already at head.
     """
-    async with database.read() as conn:
-        current = await conn.run_sync(current_revision)
-    if current == head_revision():
+    if await _stamped_revision(database) == SCHEMA_HEAD:
         return None
     async with database.write() as conn:
         if database.dialect == "postgresql":
@@ -97,6 +110,16 @@ async def ensure_schema(database: Database, *, upgrade: bool = True) -> str | No
             await conn.execute(text("SELECT pg_advisory_xact_lock(7243520190)"))
         result: Any = await conn.run_sync(_check_and_upgrade, upgrade)
         return result  # type: ignore[no-any-return]
+
+
+async def _stamped_revision(database: Database) -> str | None:
+    """``alembic_version`` read directly (``None`` when the table is missing or empty)."""
+    try:
+        async with database.read() as conn:
+            rows = (await conn.execute(text("SELECT version_num FROM alembic_version"))).all()
+    except StorageError:
+        return None  # no such table yet: a new database
+    return rows[0][0] if len(rows) == 1 else None
 
 
 async def database_revision(database: Database) -> str | None:

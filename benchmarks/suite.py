@@ -1,0 +1,403 @@
+"""The performance suite: memstore's hot paths beside raw sqlite3 and peer libraries, one run.
+
+    pip install '.[bench]'            # the peers: openai-agents, langgraph-checkpoint-sqlite
+    python benchmarks/suite.py [--quick]
+
+Sections (issue 8): (1) durable single appends of ~200-word messages in one process, words and
+tiktoken counting, beside raw sqlite3 (WAL, one insert per commit, the same synchronous
+setting as memstore), the Agents SDK's SQLiteSession and SQLAlchemySession, and LangGraph's
+AsyncSqliteStore; (2) 16 coroutines appending at once; (3) 4 processes x 500 appends on one
+session; (4) build_model_input() and items() with 0 / 10k / 100k removed items beside ~50
+active; (5) committing a compaction that removes 100 items, beside a raw executemany of the
+same row updates; (6) CLI start-up, `memstore show` beside `python -c "import sqlalchemy"`.
+Every figure is a median; ratios are to the baseline named on the line. Peers that are not
+installed are reported as such. Nothing here is asserted: the machine is shared and noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from append_throughput import messages, raw_sqlite
+from many_workers import create, create_raw_table, memstore_worker, raw_worker, run_processes
+
+from memstore import MemoryLimits, MemoryStore, TiktokenEstimator, WordEstimator
+from memstore.config import DEFAULT_SQLITE_SYNCHRONOUS
+from memstore.db import compaction, reads
+from memstore.db.compaction import CommitContext
+from memstore.policy import plan_compaction
+
+SYNC = DEFAULT_SQLITE_SYNCHRONOUS
+NO_COMPACTION = MemoryLimits(hard=10**9, target=10**8, keep_recent=4)
+Row = tuple[str, float, str]
+
+
+def median_rate(n: int, runs: list[float]) -> float:
+    return n / statistics.median(runs)
+
+
+def timed(coro_factory: Callable[[Path], Awaitable[float]], rounds: int) -> float:
+    """Median seconds of ``coro_factory(fresh path)`` over ``rounds`` fresh databases."""
+    results = []
+    for _ in range(rounds):
+        with tempfile.TemporaryDirectory() as tmp:
+            results.append(asyncio.run(coro_factory(Path(tmp) / "bench.db")))
+    return statistics.median(results)
+
+
+# -- (1) single appends ------------------------------------------------------------------
+
+
+def single_appends(texts: list[str], rounds: int) -> list[Row]:
+    n = len(texts)
+    raw = []
+    for _ in range(rounds):
+        with tempfile.TemporaryDirectory() as tmp:
+            raw.append(raw_sqlite(Path(tmp) / "raw.db", texts, SYNC))
+    base = statistics.median(raw)
+    rows: list[Row] = [(f"raw sqlite3, WAL, synchronous={SYNC}", base, "baseline")]
+
+    def memstore_run(tiktoken: bool) -> Callable[[Path], Awaitable[float]]:
+        async def run(path: Path) -> float:
+            async with MemoryStore.open(path) as store:
+                estimator = TiktokenEstimator() if tiktoken else WordEstimator()
+                memory = store.session("b", estimator=estimator, limits=NO_COMPACTION)
+                await memory.add("user", "warm-up")
+                start = time.perf_counter()
+                for text in texts:
+                    await memory.add("user", text)
+                return time.perf_counter() - start
+
+        return run
+
+    for tiktoken in (False, True):
+        rate = n / timed(memstore_run(tiktoken), rounds)
+        rows.append((f"memstore add ({'tiktoken' if tiktoken else 'words'})", rate, ""))
+    for label, factory in peer_factories(texts).items():
+        try:
+            rate = n / timed(factory, rounds)
+        except ImportError as error:
+            rows.append((label, float("nan"), f"not installed ({error.name})"))
+            continue
+        rows.append((label, rate, ""))
+    return [(label, rate, note or f"{rate / base:.3f} x raw") for label, rate, note in rows]
+
+
+def peer_factories(texts: list[str]) -> dict[str, Callable[[Path], Awaitable[float]]]:
+    async def sqlite_session(path: Path) -> float:
+        from agents import SQLiteSession
+
+        session = SQLiteSession("b", str(path))
+        await session.add_items([{"role": "user", "content": "warm-up"}])
+        start = time.perf_counter()
+        for text in texts:
+            await session.add_items([{"role": "user", "content": text}])
+        elapsed = time.perf_counter() - start
+        session.close()
+        return elapsed
+
+    async def sqlalchemy_session(path: Path) -> float:
+        from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
+
+        session = SQLAlchemySession.from_url(
+            "b", url=f"sqlite+aiosqlite:///{path}", create_tables=True
+        )
+        await session.add_items([{"role": "user", "content": "warm-up"}])
+        start = time.perf_counter()
+        for text in texts:
+            await session.add_items([{"role": "user", "content": text}])
+        elapsed = time.perf_counter() - start
+        await session.engine.dispose()
+        return elapsed
+
+    async def langgraph_store(path: Path) -> float:
+        from langgraph.store.sqlite.aio import AsyncSqliteStore
+
+        async with AsyncSqliteStore.from_conn_string(str(path)) as store:
+            await store.setup()
+            start = time.perf_counter()
+            for i, text in enumerate(texts):
+                await store.aput(("sessions", "b"), f"item-{i}", {"role": "user", "text": text})
+            return time.perf_counter() - start
+
+    return {
+        "Agents SDK SQLiteSession.add_items": sqlite_session,
+        "Agents SDK SQLAlchemySession.add_items": sqlalchemy_session,
+        "LangGraph AsyncSqliteStore.aput": langgraph_store,
+    }
+
+
+# -- (2) 16 coroutines -----------------------------------------------------------------------
+
+
+def concurrent_appends(texts: list[str], rounds: int, base: float) -> list[Row]:
+    async def run(path: Path) -> float:
+        async with MemoryStore.open(path) as store:
+            memory = store.session("b", estimator=WordEstimator(), limits=NO_COMPACTION)
+            await memory.add("user", "warm-up")
+            chunks = [texts[i::16] for i in range(16)]
+
+            async def writer(chunk: list[str]) -> None:
+                for text in chunk:
+                    await memory.add("user", text)
+
+            start = time.perf_counter()
+            await asyncio.gather(*(writer(chunk) for chunk in chunks))
+            return time.perf_counter() - start
+
+    rate = len(texts) / timed(run, rounds)
+    return [("memstore add, 16 coroutines (group commit)", rate, f"{rate / base:.3f} x raw single")]
+
+
+# -- (3) 4 processes -------------------------------------------------------------------------
+
+
+def processes(per_proc: int) -> list[Row]:
+    total = 4 * per_proc
+    with tempfile.TemporaryDirectory() as tmp:
+        raw_path = str(Path(tmp) / "raw.db")
+        create_raw_table(raw_path)
+        raw = run_processes(raw_worker, (raw_path, per_proc, 30), 4)
+        raw_rate = total / max(r["seconds"] for r in raw)
+        url = str(Path(tmp) / "ms.db")
+        asyncio.run(create(url))
+        ms = run_processes(memstore_worker, (url, per_proc, 30, 0.0, NO_COMPACTION), 4)
+        ms_rate = total / max(r["seconds"] for r in ms)
+    raw_errors = sum(r["errors"] for r in raw)
+    ms_errors = sum(r["errors"] for r in ms)
+    return [
+        (f"raw sqlite3 + busy_timeout, 4 procs x {per_proc}", raw_rate, f"errors {raw_errors}"),
+        (
+            f"memstore add, 4 procs x {per_proc}, one session",
+            ms_rate,
+            f"{ms_rate / raw_rate:.3f} x raw, errors {ms_errors}",
+        ),
+    ]
+
+
+# -- (4) reads against history -------------------------------------------------------------
+
+
+def history_records(removed: int, active: int) -> list[dict[str, Any]]:
+    """An export of a session with ``removed`` forgotten and ``active`` live items."""
+    now = datetime.now(UTC).isoformat()
+    total = removed + active
+    records: list[dict[str, Any]] = [{
+        "type": "session", "format": 1, "id": "h", "version": total + (1 if removed else 0),
+        "estimator": "words", "last_seq": total, "active_items": active,
+        "active_tokens": active * 24, "user_turns": 0, "compaction_count": 1 if removed else 0,
+        "summary": None, "summary_tokens": None, "hard_limit": 10**9, "target_limit": 10**8,
+        "keep_recent": 4, "lease_token": 0, "created_at": now, "updated_at": now,
+    }]  # fmt: skip
+    if removed:
+        records.append({
+            "type": "compaction", "session_id": "h", "number": 1, "snapshot_version": removed,
+            "committed_version": total + 1, "trigger": "manual", "before_tokens": total * 24,
+            "after_tokens": active * 24, "items_dropped": 0, "items_summarized": 0,
+            "items_evicted": removed, "summary_action": "kept", "summary_tokens": None,
+            "summary_error": None, "summarizer": None, "worker_host": "bench", "worker_pid": 1,
+            "started_at": now, "finished_at": now, "summarize_seconds": 0.0, "attempts": 1,
+            "hard_limit": 10**9, "target_limit": 10**8, "keep_recent": 4, "usage": None,
+        })  # fmt: skip
+    for seq in range(1, total + 1):
+        gone = seq <= removed
+        version = seq if gone or not removed else seq + 1
+        records.append({
+            "type": "item", "id": str(uuid.uuid4()), "session_id": "h", "seq": seq,
+            "role": "user", "kind": "USER_MESSAGE", "priority": 50,
+            "content": " ".join(["word"] * 20), "created_at": now, "estimated_tokens": 20,
+            "added_version": version, "idempotency_key": None,
+            "fate": "evicted" if gone else None, "removed_by": 1 if gone else None,
+            "removed_version": total + 1 if gone else None, "version": 2 if gone else 1,
+        })  # fmt: skip
+    return records
+
+
+def history_reads(sizes: list[int], calls: int) -> list[Row]:
+    rows: list[Row] = []
+    baseline: dict[str, float] = {}
+    for removed in sizes:
+
+        async def run(path: Path, removed: int = removed) -> dict[str, float]:
+            async with MemoryStore.open(path) as store:
+                await store.import_session(history_records(removed, 50))
+                memory = await store.attach("h")
+                out = {}
+                for name, call in (
+                    ("build_model_input", memory.build_model_input),
+                    ("items", memory.items),
+                ):
+                    await call()
+                    times = []
+                    for _ in range(calls):
+                        start = time.perf_counter()
+                        await call()
+                        times.append(time.perf_counter() - start)
+                    out[name] = statistics.median(times)
+                return out
+
+        with tempfile.TemporaryDirectory() as tmp:
+            medians = asyncio.run(run(Path(tmp) / "h.db"))
+        for name, seconds in medians.items():
+            baseline.setdefault(name, seconds)
+            rows.append(
+                (
+                    f"{name}() with {removed:,} removed + 50 active",
+                    seconds * 1000,
+                    f"ms; {seconds / baseline[name]:.2f} x at 0 removed",
+                )
+            )
+    return rows
+
+
+# -- (5) compaction commit -------------------------------------------------------------------
+
+
+def compaction_commit(rounds: int) -> list[Row]:
+    async def memstore_commit(path: Path) -> float:
+        async with MemoryStore.open(path) as store:
+            memory = store.session("c", estimator=WordEstimator(), limits=NO_COMPACTION)
+            for i in range(104):
+                await memory.add("user", f"item {i} " + "word " * 20)
+            db = store.database
+            token = await compaction.acquire_lease(db, "c", "bench", 60, time.time())
+            assert token is not None
+            snap = await reads.snapshot(db, "c")
+            assert snap is not None
+            plan = plan_compaction(
+                snap,
+                memory.limits,
+                WordEstimator().count,
+                lambda prev, items: "summary",
+                force=True,
+            )
+            assert len(plan.removed) == 100
+            ctx = CommitContext(
+                "bench",
+                token,
+                "manual",
+                "bench",
+                memory.limits,
+                "bench",
+                1,
+                datetime.now(UTC),
+                0.0,
+                1,
+            )
+            start = time.perf_counter()
+            await compaction.commit_compaction(db, plan, ctx)
+            return time.perf_counter() - start
+
+    async def raw_executemany(path: Path) -> float:
+        import sqlite3
+
+        conn = sqlite3.connect(path, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={SYNC}")
+        conn.execute("CREATE TABLE items (id TEXT PRIMARY KEY, content TEXT, fate TEXT)")
+        ids = [str(uuid.uuid4()) for _ in range(104)]
+        conn.executemany("INSERT INTO items VALUES (?, ?, NULL)", [(i, "x " * 20) for i in ids])
+        start = time.perf_counter()
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(
+            "UPDATE items SET fate = 'summarized' WHERE id = ? AND fate IS NULL",
+            [(i,) for i in ids[:100]],
+        )
+        conn.execute("COMMIT")
+        elapsed = time.perf_counter() - start
+        conn.close()
+        return elapsed
+
+    raw = timed(raw_executemany, rounds)
+    ms = timed(memstore_commit, rounds)
+    return [
+        ("raw executemany of 100 row updates, one tx", raw * 1000, "ms, baseline"),
+        ("memstore commit_compaction removing 100 items", ms * 1000, f"ms; {ms / raw:.2f} x raw"),
+    ]
+
+
+# -- (6) CLI start-up ------------------------------------------------------------------------
+
+
+def cli_startup(rounds: int) -> list[Row]:
+    def run(argv: list[str]) -> float:
+        times = []
+        for _ in range(rounds):
+            start = time.perf_counter()
+            subprocess.run(argv, check=True, capture_output=True)
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        db = str(Path(tmp) / "cli.db")
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "memstore",
+                "--db",
+                db,
+                "add",
+                "s",
+                "hello",
+                "--estimator",
+                "words",
+            ],
+            check=True,
+            capture_output=True,
+        )
+        show = run([sys.executable, "-m", "memstore", "--db", db, "show", "s"])
+    base = run([sys.executable, "-c", "import sqlalchemy"])
+    return [
+        ("python -c 'import sqlalchemy'", base * 1000, "ms, baseline"),
+        ("memstore show SESSION", show * 1000, f"ms; {show / base:.2f} x baseline"),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, fewer rounds")
+    args = parser.parse_args()
+    n, rounds = (100, 1) if args.quick else (300, 3)
+    sizes = [0, 1_000, 10_000] if args.quick else [0, 10_000, 100_000]
+    texts = messages(n)
+    sections: list[tuple[str, list[Row]]] = []
+    singles = single_appends(texts, rounds)
+    sections.append((f"(1) {n} durable single appends, ~200 words (appends/s)", singles))
+    sections.append(
+        (
+            "(2) concurrency in one process (appends/s)",
+            concurrent_appends(messages(4 * n), rounds, singles[0][1]),
+        )
+    )
+    sections.append(
+        ("(3) 4 processes, one session (appends/s)", processes(100 if args.quick else 500))
+    )
+    sections.append(
+        (
+            "(4) reads against history (median latency)",
+            history_reads(sizes, 20 if args.quick else 50),
+        )
+    )
+    sections.append(("(5) committing a compaction", compaction_commit(rounds)))
+    sections.append(("(6) CLI start-up (median wall time)", cli_startup(3 if args.quick else 7)))
+    for title, rows in sections:
+        print(f"\n{title}")
+        for label, value, note in rows:
+            shown = "n/a" if value != value else f"{value:,.1f}"
+            print(f"  {label:<52} {shown:>10}  {note}")
+
+
+if __name__ == "__main__":
+    main()
