@@ -91,7 +91,7 @@ class MemoriesBlock:
 def fit_memories(
     entries: Sequence[LongTermEntry], total: int, count: CountTokens, budget: int
 ) -> MemoriesBlock | None:
-    """The largest message, in priority order, whose tokens (+ framing) fit ``budget``.
+    """The message listing entries chosen greedily, in priority order, to fit ``budget``.
 
     Entries are taken in order (highest priority first); one that does not fit is skipped and
     the next ones are still tried, so a large entry never hides the small ones after it. The
