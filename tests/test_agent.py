@@ -1,0 +1,388 @@
+"""The Responses API agent, with the real ``openai`` client against a stand-in model.
+
+Every request the agent makes is recorded by the stand-in and asserted: instructions, the
+input's roles and labels, the tools, the second turn carrying the first, tool calls executed
+and their results sent back; and the failure paths (HTTP 500, timeout, malformed reply).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from openai import AsyncOpenAI
+
+from memstore import (
+    CompactionReport,
+    MemoryKind,
+    MemoryLimits,
+    MemoryStore,
+    Priority,
+    WordEstimator,
+)
+from memstore.agent import DEFAULT_INSTRUCTIONS, Agent, Tool, check_arguments
+from memstore.errors import ConfigurationError, ModelCallError, ToolLoopError
+from memstore.responses import DECISION_LABEL, MEMORIES_OPEN, TOOL_LABEL
+from memstore.standin import (
+    Reply,
+    StandInModel,
+    error_reply,
+    extractive_brain,
+    is_summary_request,
+    text_reply,
+    tool_call_reply,
+)
+from memstore.summarizers import ExtractiveSummarizer
+
+SCOPE = "user:alice"
+MODEL = "gpt-agent-test"
+
+
+def say(text: str) -> Any:
+    return lambda request: text_reply(request, text)
+
+
+def call(*calls: tuple[str, dict[str, Any]]) -> Any:
+    return lambda request: tool_call_reply(request, *calls)
+
+
+async def make_agent(
+    store: MemoryStore,
+    standin: StandInModel,
+    session: str = "chat-1",
+    *,
+    limits: MemoryLimits | None = None,
+    **options: Any,
+) -> Agent:
+    memory = store.session(
+        session,
+        limits=limits or MemoryLimits(hard=1500, target=900, keep_recent=4),
+        estimator=WordEstimator(),
+        summarizer=ExtractiveSummarizer(),
+        ltm_scopes=[SCOPE],
+    )
+    return Agent(standin.client(), memory, model=MODEL, **options)
+
+
+def roles(body: dict[str, Any]) -> list[str]:
+    return [item.get("role") or item["type"] for item in body["input"]]
+
+
+async def test_first_turn_request_and_what_memory_keeps(store: MemoryStore) -> None:
+    standin = StandInModel()
+    standin.queue(say("Hello Alice."))
+    agent = await make_agent(store, standin)
+    result = await agent.run_turn("Hi, I am Alice.")
+    assert result.reply == "Hello Alice." and result.requests == 1
+    assert result.usage is not None and result.usage["total_tokens"] > 0
+
+    (body,) = standin.bodies
+    assert body["model"] == MODEL
+    assert body["instructions"] == DEFAULT_INSTRUCTIONS
+    assert body["store"] is False
+    assert body["input"] == [{"role": "user", "content": "Hi, I am Alice."}]
+    assert [t["name"] for t in body["tools"]] == ["remember", "recall"]
+    remember = body["tools"][0]
+    assert remember["type"] == "function"
+    assert remember["parameters"]["required"] == ["key", "value"]
+    assert "tool_choice" not in body
+
+    items = await agent.memory.items()
+    assert [(i.kind, i.content) for i in items] == [
+        (MemoryKind.USER_MESSAGE, "Hi, I am Alice."),
+        (MemoryKind.ASSISTANT_MESSAGE, "Hello Alice."),
+    ]
+
+
+async def test_the_second_turn_carries_the_first(store: MemoryStore) -> None:
+    standin = StandInModel()
+    standin.queue(say("Noted."), say("You said checkout."))
+    agent = await make_agent(store, standin, instructions="Be terse.")
+    await agent.run_turn("Investigate checkout latency.")
+    await agent.run_turn("What did I ask?")
+    second = standin.bodies[1]
+    assert second["instructions"] == "Be terse."
+    assert second["input"] == [
+        {"role": "user", "content": "Investigate checkout latency."},
+        {"role": "assistant", "content": "Noted."},
+        {"role": "user", "content": "What did I ask?"},
+    ]
+
+
+async def test_remember_runs_and_its_result_goes_back(store: MemoryStore) -> None:
+    standin = StandInModel()
+    standin.queue(
+        call(("remember", {"key": "test_framework", "value": "pytest"})),
+        say("I will use pytest."),
+    )
+    agent = await make_agent(store, standin)
+    result = await agent.run_turn("From now on I prefer pytest.")
+    assert result.reply == "I will use pytest." and result.requests == 2
+    assert [c.name for c in result.tool_calls] == ["remember"]
+
+    entry = await store.ltm.get("test_framework", scope=SCOPE)
+    assert entry is not None and entry.value == "pytest" and entry.version == 1
+
+    first, second = standin.bodies
+    assert first["input"] == [{"role": "user", "content": "From now on I prefer pytest."}]
+    in_flight = [i for i in second["input"] if i.get("type")]
+    call_item, output_item = in_flight
+    assert call_item["type"] == "function_call" and call_item["name"] == "remember"
+    assert json.loads(call_item["arguments"]) == {"key": "test_framework", "value": "pytest"}
+    assert output_item == {
+        "type": "function_call_output",
+        "call_id": call_item["call_id"],
+        "output": f"saved 'test_framework' in {SCOPE} (version 1)",
+    }
+    # The new memory is already in the next request's input, fenced, before the items.
+    assert roles(second) == ["developer", "user", "function_call", "function_call_output"]
+    memories = second["input"][0]["content"]
+    assert memories.startswith("Relevant memories") and MEMORIES_OPEN in memories
+    assert '"key":"test_framework","value":"pytest"' in memories
+
+    items = await agent.memory.items()
+    assert [(i.kind, i.role.value) for i in items] == [
+        (MemoryKind.USER_MESSAGE, "user"),
+        (MemoryKind.DECISION, "assistant"),
+        (MemoryKind.ASSISTANT_MESSAGE, "assistant"),
+    ]
+    assert items[1].content == (
+        'remember("key": "test_framework", "value": "pytest") '
+        f"-> saved 'test_framework' in {SCOPE} (version 1)"
+    )
+    # The next turn shows the recorded call as a labelled decision, not a second call.
+    standin.queue(say("ok"))
+    await agent.run_turn("Thanks.")
+    third = standin.bodies[-1]
+    assert roles(third) == ["developer", "user", "developer", "assistant", "user"]
+    assert third["input"][2]["content"].startswith(DECISION_LABEL + "remember(")
+
+
+async def test_recall_and_parallel_calls_run_in_order(store: MemoryStore) -> None:
+    await store.ltm.set("editor", "vim", scope=SCOPE)
+    standin = StandInModel()
+    standin.queue(
+        call(("recall", {"key": "editor"}), ("recall", {"key": "shell"})),
+        say("You use vim."),
+    )
+    agent = await make_agent(store, standin)
+    result = await agent.run_turn("Which editor do I use?")
+    outputs = [c.output for c in result.tool_calls]
+    assert json.loads(outputs[0]) == {"key": "editor", "value": "vim", "version": 1}
+    assert outputs[1] == f"nothing saved under 'shell' in {SCOPE}"
+    second = standin.bodies[1]
+    assert roles(second)[-4:] == [
+        "function_call",
+        "function_call_output",
+        "function_call",
+        "function_call_output",
+    ]
+    sent = [i["output"] for i in second["input"] if i.get("type") == "function_call_output"]
+    assert sent == outputs
+    records = [i for i in await agent.memory.items() if i.kind is MemoryKind.TOOL_OBSERVATION]
+    assert [r.priority for r in records] == [Priority.LOW, Priority.LOW]
+    standin.queue(say("ok"))
+    await agent.run_turn("ok")
+    assert standin.bodies[-1]["input"][2]["content"].startswith(TOOL_LABEL + "recall(")
+
+
+async def test_injected_tools_errors_go_back_to_the_model(store: MemoryStore) -> None:
+    seen: list[dict[str, Any]] = []
+
+    async def lookup(ticket: str, verbose: bool = False) -> dict[str, Any]:
+        seen.append({"ticket": ticket, "verbose": verbose})
+        if ticket == "boom":
+            raise RuntimeError("ticket service down")
+        return {"ticket": ticket, "status": "open"}
+
+    tool = Tool(
+        "lookup_ticket",
+        "Look a ticket up.",
+        {
+            "type": "object",
+            "properties": {"ticket": {"type": "string"}, "verbose": {"type": "boolean"}},
+            "required": ["ticket"],
+            "additionalProperties": False,
+        },
+        lookup,
+        priority=Priority.HIGH,
+    )
+    standin = StandInModel()
+    standin.queue(
+        call(
+            ("lookup_ticket", {"ticket": "T-1"}),
+            ("lookup_ticket", {"ticket": "boom"}),
+            ("lookup_ticket", {}),
+            ("lookup_ticket", {"ticket": 7}),
+            ("lookup_ticket", {"ticket": "T-2", "color": "red"}),
+            ("no_such_tool", {}),
+        ),
+        lambda r: Reply(
+            {
+                **tool_call_reply(r, ("lookup_ticket", {})).body,
+                "output": [
+                    {
+                        "type": "function_call",
+                        "call_id": "c-bad",
+                        "name": "lookup_ticket",
+                        "arguments": "{not json",
+                    }
+                ],
+            }
+        ),
+        say("done"),
+    )
+    calls: list[str] = []
+    agent = await make_agent(
+        store,
+        standin,
+        tools=[tool],
+        memory_tools=False,
+        on_tool_call=lambda c: calls.append(c.name),
+    )
+    result = await agent.run_turn("Check T-1.")
+    assert result.reply == "done"
+    assert [t["name"] for t in standin.bodies[0]["tools"]] == ["lookup_ticket"]
+    outputs = [c.output for c in result.tool_calls]
+    assert outputs == [
+        json.dumps({"ticket": "T-1", "status": "open"}),
+        "error: RuntimeError: ticket service down",
+        "error: missing argument(s): ticket",
+        "error: argument 'ticket' must be of type string",
+        "error: unexpected argument(s): color",
+        "error: there is no tool named 'no_such_tool'",
+        "error: the arguments are not a JSON object",
+    ]
+    assert [c.ok for c in result.tool_calls] == [True] + [False] * 6
+    assert seen == [{"ticket": "T-1", "verbose": False}, {"ticket": "boom", "verbose": False}]
+    assert len(calls) == 7
+    records = [i for i in await agent.memory.items() if i.kind is MemoryKind.TOOL_OBSERVATION]
+    assert len(records) == 7
+    assert records[0].priority is Priority.HIGH  # the tool's own priority
+    assert all(r.priority is Priority.LOW for r in records[1:])  # failed calls are noise
+
+
+async def test_a_looping_model_is_stopped(store: MemoryStore) -> None:
+    standin = StandInModel(lambda r: tool_call_reply(r, ("recall", {"key": "x"})))
+    agent = await make_agent(store, standin, max_tool_rounds=2)
+    with pytest.raises(ToolLoopError, match="after 2 rounds"):
+        await agent.run_turn("loop")
+    assert len(standin.bodies) == 3
+    assert [b.get("tool_choice") for b in standin.bodies] == [None, None, "none"]
+    kinds = [i.kind for i in await agent.memory.items()]
+    # The user's message and the two executed calls are recorded; no reply.
+    assert kinds == [MemoryKind.USER_MESSAGE] + [MemoryKind.TOOL_OBSERVATION] * 2
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        (error_reply(500, "model overloaded"), "HTTP 500: model overloaded"),
+        (Reply(b"not json at all"), "malformed reply"),
+        (Reply({"id": "x"}), "malformed reply"),
+        (say("   "), "empty reply"),
+    ],
+)
+async def test_model_failures_raise_model_call_error(
+    store: MemoryStore, reply: Any, expected: str
+) -> None:
+    standin = StandInModel()
+    standin.queue(reply)
+    agent = await make_agent(store, standin)
+    with pytest.raises(ModelCallError, match=expected) as caught:
+        await agent.run_turn("hello?")
+    assert "\n" not in str(caught.value)
+    if "HTTP" in expected:
+        assert caught.value.status_code == 500
+    assert [i.kind for i in await agent.memory.items()] == [MemoryKind.USER_MESSAGE]
+
+
+async def test_timeout_over_a_real_socket(store: MemoryStore) -> None:
+    standin = StandInModel()
+    standin.queue(Reply({}, delay=3.0))
+    with standin.serve() as base_url:
+        client = AsyncOpenAI(api_key="sk-test", base_url=base_url, max_retries=0)
+        memory = store.session("t", estimator=WordEstimator(), ltm_scopes=[SCOPE])
+        agent = Agent(client, memory, model=MODEL, timeout=0.3)
+        with pytest.raises(ModelCallError, match=r"did not answer within 0.3s"):
+            await agent.run_turn("hello?")
+        await client.close()
+
+
+async def test_compactions_reach_the_observer_and_input_stays_bounded(
+    store: MemoryStore,
+) -> None:
+    limits = MemoryLimits(hard=120, target=80, keep_recent=2)
+    standin = StandInModel(lambda r: text_reply(r, "Understood, noted that constraint for later."))
+    reports: list[CompactionReport] = []
+    agent = await make_agent(store, standin, limits=limits, on_compaction=reports.append)
+    for n in range(12):
+        await agent.run_turn(f"Turn {n}: never deploy service-{n} on Fridays without a rollback.")
+    assert reports and [r.compaction_count for r in reports] == list(range(1, len(reports) + 1))
+    count = WordEstimator().count
+    for body in standin.bodies:
+        assert sum(count(i["content"]) + 4 for i in body["input"]) <= limits.hard + 12
+    summary = await agent.memory.summary()
+    assert summary is not None and "never deploy service-0 on Fridays" in summary
+
+
+async def test_openai_summarizer_by_default_and_memories_across_sessions(
+    store: MemoryStore,
+) -> None:
+    summaries = extractive_brain()
+
+    def brain(request: dict[str, Any]) -> Reply:
+        if is_summary_request(request):
+            return summaries(request)
+        return text_reply(request, "ok")
+
+    standin = StandInModel(brain)
+    standin.queue(call(("remember", {"key": "tone", "value": "formal"})), say("Saved."))
+    first = await Agent.open(store, "session-a", client=standin.client(), model=MODEL, scope=SCOPE)
+    assert first.memory.summarizer.name == f"openai:{MODEL}"  # type: ignore[attr-defined]
+    await first.run_turn("Please always answer formally.")
+
+    second = await Agent.open(store, "session-b", client=standin.client(), model=MODEL, scope=SCOPE)
+    await second.run_turn("Hello.")
+    body = standin.bodies[-1]
+    assert roles(body) == ["developer", "user"]
+    assert '"key":"tone","value":"formal"' in body["input"][0]["content"]
+
+
+async def test_open_keeps_an_existing_sessions_estimator(store: MemoryStore) -> None:
+    await store.session("old", estimator=WordEstimator()).add("user", "hello there")
+    agent = await Agent.open(store, "old", client=StandInModel().client(), model=MODEL)
+    assert agent.memory.estimator.name == WordEstimator().name
+    assert agent.scope == "global"
+
+
+async def test_bad_configuration_is_refused(store: MemoryStore) -> None:
+    async def handler() -> str:
+        return ""
+
+    with pytest.raises(ConfigurationError, match="name"):
+        Tool("bad name!", "", {"type": "object"}, handler)
+    with pytest.raises(ConfigurationError, match="parameters"):
+        Tool("ok", "", {"type": "string"}, handler)
+    with pytest.raises(ConfigurationError, match="record_as"):
+        Tool("ok", "", {"type": "object"}, handler, record_as=MemoryKind.USER_MESSAGE)
+    standin = StandInModel()
+    duplicate = Tool("recall", "", {"type": "object"}, handler)
+    with pytest.raises(ConfigurationError, match="two tools"):
+        await make_agent(store, standin, tools=[duplicate])
+    with pytest.raises(ConfigurationError, match="scope"):
+        await make_agent(store, standin, scope="user:bob")
+    with pytest.raises(ConfigurationError, match="max_tool_rounds"):
+        await make_agent(store, standin, max_tool_rounds=0)
+
+
+def test_check_arguments() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}, "x": {"type": "number"}},
+        "required": ["n"],
+    }
+    assert check_arguments(schema, {"n": 1, "x": 2.5, "other": 1}) is None
+    assert check_arguments(schema, {"n": True}) == "argument 'n' must be of type integer"
+    assert check_arguments(schema, {"x": 1}) == "missing argument(s): n"
