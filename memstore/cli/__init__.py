@@ -42,9 +42,10 @@ def main(ctx: click.Context, db: str) -> None:
 
 
 def _register() -> None:
-    from memstore.cli import check, db, demo, inspect, ltm, replay, transfer, write
+    from memstore.cli import chat, check, db, demo, inspect, ltm, replay, transfer, write
 
     for command in (
+        chat.chat,
         check.check,
         db.db_group,
         demo.demo,

@@ -1,0 +1,224 @@
+"""``memstore chat`` scripted through a pipe, against a stand-in model on 127.0.0.1.
+
+The command builds its own client from OPENAI_API_KEY / OPENAI_BASE_URL / OPENAI_MODEL, so
+the stand-in runs as a real HTTP server on a free loopback port and every request it gets is
+recorded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from memstore.cli import main
+from memstore.standin import (
+    Reply,
+    StandInModel,
+    current_turn,
+    error_reply,
+    extractive_brain,
+    is_summary_request,
+    text_reply,
+    tool_call_reply,
+)
+
+summaries = extractive_brain()
+
+
+def brain(request: dict[str, Any]) -> Reply:
+    """Summaries like the extractive summarizer; remembers preferences; else echoes."""
+    if is_summary_request(request):
+        return summaries(request)
+    text, in_flight = current_turn(request)
+    if text.startswith("Remember") and not in_flight:
+        return tool_call_reply(request, ("remember", {"key": "favourite_db", "value": "sqlite"}))
+    return text_reply(request, f"echo: {text}")
+
+
+@pytest.fixture
+def standin() -> StandInModel:
+    return StandInModel(brain)
+
+
+@pytest.fixture
+def base_url(standin: StandInModel) -> Iterator[str]:
+    with standin.serve() as url:
+        yield url
+
+
+def chat(db: Path, lines: str, *args: str, env: dict[str, str | None] | None = None) -> Result:
+    return CliRunner().invoke(main, ["--db", str(db), "chat", *args], input=lines, env=env)
+
+
+def model_env(base_url: str, **extra: str) -> dict[str, str | None]:
+    return {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": base_url, **extra}
+
+
+def test_piped_turns_one_per_line(db_path: Path, standin: StandInModel, base_url: str) -> None:
+    env = model_env(base_url, OPENAI_MODEL="gpt-from-env")
+    result = chat(db_path, "Hello there.\n\n   \nWhat did I say?\n", "s1", env=env)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "you › Hello there." in out and "echo: Hello there." in out
+    assert "echo: What did I say?" in out
+    assert len(standin.requests) == 2  # blank lines are no turns
+    first, second = standin.bodies
+    assert first["model"] == "gpt-from-env"
+    assert first["input"] == [{"role": "user", "content": "Hello there."}]
+    assert second["input"] == [
+        {"role": "user", "content": "Hello there."},
+        {"role": "assistant", "content": "echo: Hello there."},
+        {"role": "user", "content": "What did I say?"},
+    ]
+    assert [t["name"] for t in first["tools"]] == ["remember", "recall"]
+    assert all(r.authorization == "Bearer sk-test" for r in standin.requests)
+
+    # The session is an ordinary memstore session: `show` reads it.
+    shown = CliRunner().invoke(main, ["--db", str(db_path), "show", "s1", "--json"])
+    items = json.loads(shown.stdout)["items"]
+    assert [i["kind"] for i in items] == ["USER_MESSAGE", "ASSISTANT_MESSAGE"] * 2
+
+
+def test_model_option_and_memories_across_sessions(
+    db_path: Path, standin: StandInModel, base_url: str
+) -> None:
+    env = model_env(base_url)
+    result = chat(
+        db_path,
+        "Remember that I like sqlite.\n",
+        "s1",
+        "--scope",
+        "user:alice",
+        "--model",
+        "m2",
+        env=env,
+    )
+    assert result.exit_code == 0, result.output
+    assert "⚙ remember(key=favourite_db, value=sqlite) -> saved 'favourite_db'" in result.stdout
+    assert standin.bodies[0]["model"] == "m2"
+    got = CliRunner().invoke(
+        main, ["--db", str(db_path), "ltm", "get", "favourite_db", "--scope", "user:alice"]
+    )
+    assert "sqlite" in got.stdout
+
+    again = chat(db_path, "Hi again.\n", "s2", "--scope", "user:alice", env=env)
+    assert again.exit_code == 0, again.output
+    memories = standin.bodies[-1]["input"][0]
+    assert memories["role"] == "developer"
+    assert '"key":"favourite_db","value":"sqlite"' in memories["content"]
+    other = chat(db_path, "Hi.\n", "s3", "--scope", "user:bob", env=env)
+    assert other.exit_code == 0
+    assert standin.bodies[-1]["input"] == [{"role": "user", "content": "Hi."}]
+
+
+def test_compactions_are_shown_as_they_happen(
+    db_path: Path, standin: StandInModel, base_url: str
+) -> None:
+    env = model_env(
+        base_url, MEMORY_HARD_LIMIT="120", MEMORY_TARGET_LIMIT="80", MEMORY_KEEP_RECENT="2"
+    )
+    lines = "".join(
+        f"Step {n}: the deploy must never run on Fridays for service-{n} please.\n"
+        for n in range(8)
+    )
+    result = chat(db_path, lines + "/memory\n/exit\nnot a turn\n", "small", env=env)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "⟳ compaction #1:" in out and "summarized" in out
+    assert "summarizer used" in out  # the OpenAI summarizer's usage, from the stand-in
+    assert "summary: Current objective:" in out  # /memory
+    assert "not a turn" not in out  # /exit ended the input
+    summary_requests = [b for b in standin.bodies if is_summary_request(b)]
+    assert summary_requests
+
+
+def test_missing_key_is_one_line_and_exit_1(db_path: Path) -> None:
+    result = chat(db_path, "hello\n", "s1", env={"OPENAI_API_KEY": None})
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: OPENAI_API_KEY: is not set")
+    assert result.stderr.count("\n") == 1
+    assert not db_path.exists()  # nothing was opened
+
+
+@pytest.mark.parametrize(
+    ("reply", "options", "expected"),
+    [
+        (error_reply(500, "overloaded"), (), "the model server answered HTTP 500: overloaded"),
+        (Reply(b"{{{"), (), "malformed reply from the model server"),
+        (
+            Reply({}, delay=3.0),
+            ("--timeout", "0.3", "--max-retries", "0"),
+            "the model server did not answer within 0.3s",
+        ),
+    ],
+)
+def test_a_failed_turn_in_a_pipe_is_one_line_and_exit_1(
+    db_path: Path,
+    standin: StandInModel,
+    base_url: str,
+    reply: Reply,
+    options: tuple[str, ...],
+    expected: str,
+) -> None:
+    standin.queue(reply)
+    result = chat(db_path, "hello\nnever reached\n", "s1", *options, env=model_env(base_url))
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"Error: {expected}")
+    assert result.stderr.count("\n") == 1
+    assert "Traceback" not in result.output
+    assert len(standin.requests) == 1  # the second line never ran
+
+
+def test_unreachable_server(db_path: Path) -> None:
+    # conftest points OPENAI_BASE_URL at a closed loopback port.
+    result = chat(db_path, "hello\n", "s1", "--max-retries", "0", env={"OPENAI_API_KEY": "k"})
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: cannot reach the model server at http://127.0.0.1:9/v1")
+
+
+def test_bad_scope_and_session(db_path: Path) -> None:
+    env = {"OPENAI_API_KEY": "k"}
+    bad_scope = chat(db_path, "", "s1", "--scope", "nope", env=env)
+    assert bad_scope.exit_code == 1 and bad_scope.stderr.startswith("Error: scope:")
+    bad_session = chat(db_path, "", "bad/id", env=env)
+    assert bad_session.exit_code == 1 and "session" in bad_session.stderr
+
+
+async def test_on_a_terminal_a_failed_turn_is_shown_and_the_chat_goes_on(
+    db_path: Path, standin: StandInModel, base_url: str
+) -> None:
+    import io
+
+    from rich.console import Console
+
+    from memstore.cli.chat import ChatUI, run_chat
+    from memstore.config import ModelSettings
+
+    class Scripted(ChatUI):
+        def turns(self) -> Any:
+            yield from ("first", "second")
+
+    out = io.StringIO()
+    ui = Scripted(Console(file=out, width=100), io.StringIO(), interactive=True)
+    standin.queue(error_reply(503, "warming up"))
+    settings = ModelSettings(api_key="sk-test", base_url=base_url, model="m")
+    turns = await run_chat(
+        str(db_path),
+        "tty",
+        settings,
+        scope="global",
+        summarizer_name="extractive",
+        max_tool_rounds=3,
+        timeout=5,
+        max_retries=0,
+        ui=ui,
+    )
+    assert turns == 1
+    text = out.getvalue()
+    assert "Error: the model server answered HTTP 503: warming up" in text
+    assert "echo: second" in text
