@@ -9,26 +9,26 @@ An append is one short write transaction:
    instead (nothing is written), or a conflict raised if it differs;
 4. insert the item.
 
-:func:`append_steps` is that sequence as a generator of statements; it holds the logic. The
-drivers only execute what it yields: :func:`append` through SQLAlchemy's async engine (the
-PostgreSQL path, one transaction per append), and :mod:`memstore.db.sqlite_appender` on one
-dedicated stdlib ``sqlite3`` connection that commits concurrent appends together.
+:func:`append_steps` is that sequence as a step generator (:mod:`memstore.db.steps`); the
+drivers run it: SQLAlchemy's async engine (PostgreSQL), or SQLite's writer thread, which
+commits concurrent appends together.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Generator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Insert, Select, Update, bindparam, insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from memstore.db.engine import Database
 from memstore.db.reads import ITEM_COLUMNS, row_to_item, session_total, utcnow
+from memstore.db.steps import Statement, Steps, run_steps
 from memstore.db.tables import UTCDateTime, items, sessions
 from memstore.errors import EstimatorMismatchError, IdempotencyConflictError
 from memstore.model import (
@@ -39,9 +39,6 @@ from memstore.model import (
     MemoryRole,
     Priority,
 )
-
-#: What append_steps yields: statements both drivers can run (and the SQLite one compile).
-Statement = Update | Select[Any] | Insert
 
 
 @dataclass(frozen=True)
@@ -132,15 +129,9 @@ CREATE_SESSION = {
 }
 
 
-#: One step: (statement, parameters). The driver sends back the first row (as a mapping) or
-#: None. A statement that returns nothing gets None.
-Step = tuple["Statement", dict[str, Any]]
-Row = Mapping[str, Any] | None
-
-
 def append_steps(
     dialect: str, session_id: str, estimator: str, limits: MemoryLimits, new: NewItem
-) -> Generator[Step, Row, AppendResult]:
+) -> Steps[AppendResult]:
     """The statements of one append, in order (see the module docstring).
 
     Raises:
@@ -159,9 +150,9 @@ def append_steps(
         "keep": limits.keep_recent,
         "now": now,
     }
-    row = yield BUMP, bump
+    row = (yield BUMP, bump).first()
     if row is None:
-        existing = yield ESTIMATOR, {"sid": session_id}
+        existing = (yield ESTIMATOR, {"sid": session_id}).first()
         if existing is not None:
             raise EstimatorMismatchError(
                 session_id, expected=existing["estimator"], actual=estimator
@@ -173,14 +164,14 @@ def append_steps(
             "keep_recent": limits.keep_recent, "lease_token": 0, "created_at": now,
             "updated_at": now,
         }  # fmt: skip
-        row = yield BUMP, bump
+        row = (yield BUMP, bump).first()
         if row is None:  # created at the same moment by a worker with another estimator
-            existing = yield ESTIMATOR, {"sid": session_id}
+            existing = (yield ESTIMATOR, {"sid": session_id}).first()
             raise EstimatorMismatchError(
                 session_id, expected=str(existing and existing["estimator"]), actual=estimator
             )
     if new.idempotency_key is not None:
-        found = yield BY_KEY, {"sid": session_id, "key": new.idempotency_key}
+        found = (yield BY_KEY, {"sid": session_id, "key": new.idempotency_key}).first()
         if found is not None:
             stored = row_to_item(_Attrs(found))
             if (stored.content, stored.kind, stored.role, stored.priority) != (
@@ -229,33 +220,20 @@ async def append(
 ) -> AppendResult:
     """Append one item durably; return it with the session's new total.
 
-    On SQLite the dedicated appender commits concurrent appends together (each caller still
-    gets its own durable acknowledgement); elsewhere each append is its own transaction.
+    On SQLite the writer thread commits concurrent appends together (each caller still gets
+    its own durable acknowledgement); elsewhere each append is its own transaction.
 
     Raises:
         EstimatorMismatchError: the session was counted by another estimator.
         IdempotencyConflictError: the key was used for different content.
         LockTimeoutError: the database stayed locked past the busy timeout.
     """
-    appender = db.appender()
-    if appender is not None:
-        return await appender.append(session_id, estimator, limits, new)
-    steps = append_steps(db.dialect, session_id, estimator, limits, new)
     try:
-        async with db.write() as conn:
-            statement, params = next(steps)
-            while True:
-                result = await conn.execute(statement, params)
-                first = result.mappings().first() if result.returns_rows else None
-                row = None if first is None else dict(first)
-                try:
-                    statement, params = steps.send(row)
-                except StopIteration as done:
-                    appended: AppendResult = done.value
-                    break
+        return await run_steps(
+            db, lambda dialect: append_steps(dialect, session_id, estimator, limits, new)
+        )
     except Duplicate as duplicate:  # raised inside the transaction: it rolled back
         return await _duplicate_result(db, session_id, duplicate.item)
-    return appended
 
 
 async def _duplicate_result(db: Database, session_id: str, item: MemoryItem) -> AppendResult:

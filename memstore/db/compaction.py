@@ -20,68 +20,122 @@ increment the session version (the event clock counts appends and compactions on
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import bindparam, case, func, insert, select, update
 
 from memstore.db.engine import Database
-from memstore.db.reads import (
-    report_from_record,
-    session_total,
-    utcnow,
-)
-from memstore.db.tables import compactions, items, sessions, summaries
-from memstore.errors import (
-    CompactionConflictError,
-)
-from memstore.model import (
-    CompactionReport,
-    Fate,
-    MemoryLimits,
-)
+from memstore.db.reads import report_from_record, session_total, utcnow
+from memstore.db.steps import Steps, run_steps
+from memstore.db.tables import UTCDateTime, compactions, items, sessions, summaries
+from memstore.errors import CompactionConflictError
+from memstore.model import CompactionReport, MemoryLimits
 from memstore.policy import CompactionPlan
 
-#: Ids per ``IN (...)`` list: far below SQLite's and PostgreSQL's parameter limits.
-ID_CHUNK = 500
+# -- the statements (bound parameters only; built once) ------------------------------------
+
+ACQUIRE = (
+    update(sessions)
+    .where(
+        sessions.c.id == bindparam("sid"),
+        sessions.c.lease_owner.is_(None) | (sessions.c.lease_expires_at < bindparam("now")),
+    )
+    .values(
+        lease_owner=bindparam("owner"),
+        lease_token=sessions.c.lease_token + 1,
+        lease_expires_at=bindparam("until"),
+    )
+    .returning(sessions.c.lease_token)
+)
+RELEASE = (
+    update(sessions)
+    .where(
+        sessions.c.id == bindparam("sid"),
+        sessions.c.lease_owner == bindparam("owner"),
+        sessions.c.lease_token == bindparam("token"),
+    )
+    .values(lease_owner=None, lease_expires_at=None)
+)
+_turns_left = sessions.c.user_turns - bindparam("turns")
+CAS = (
+    update(sessions)
+    .where(
+        sessions.c.id == bindparam("sid"),
+        sessions.c.compaction_count == bindparam("expected_count"),
+        sessions.c.lease_owner == bindparam("owner"),
+        sessions.c.lease_token == bindparam("token"),
+    )
+    .values(
+        version=sessions.c.version + 1,
+        compaction_count=sessions.c.compaction_count + 1,
+        active_items=sessions.c.active_items - bindparam("removed_items"),
+        active_tokens=sessions.c.active_tokens - bindparam("removed_cost"),
+        # User turns that arrived after the snapshot still count toward summarize_every.
+        user_turns=case((_turns_left > 0, _turns_left), else_=0),
+        summary=bindparam("summary"),
+        summary_tokens=bindparam("summary_tokens"),
+        lease_owner=None,
+        lease_expires_at=None,
+        updated_at=bindparam("now", type_=UTCDateTime),
+    )
+    .returning(
+        sessions.c.version,
+        sessions.c.compaction_count,
+        sessions.c.active_tokens,
+        sessions.c.summary_tokens,
+    )
+)
+COUNT_NOW = select(sessions.c.compaction_count).where(sessions.c.id == bindparam("sid"))
+_RECORD_COLUMNS = [column.name for column in compactions.columns]
+INSERT_REPORT = insert(compactions).values({name: bindparam(name) for name in _RECORD_COLUMNS})
+INSERT_SUMMARY = insert(summaries).values(
+    session_id=bindparam("sid"),
+    compaction_number=bindparam("number"),
+    content=bindparam("content"),
+    estimated_tokens=bindparam("tokens"),
+    created_version=bindparam("v"),
+)
+MARK_REMOVED = (
+    update(items)
+    .where(
+        items.c.session_id == bindparam("sid"),
+        items.c.id == bindparam("item_id"),
+        items.c.fate.is_(None),
+    )
+    .values(
+        fate=bindparam("fate"),
+        removed_by=bindparam("number"),
+        removed_version=bindparam("v"),
+        version=items.c.version + 1,
+    )
+)
+COUNT_REMOVED = select(func.count()).where(
+    items.c.session_id == bindparam("sid"), items.c.removed_by == bindparam("number")
+)
+
+
+def _acquire_steps(session_id: str, owner: str, lease_s: float, now: float) -> Steps[int | None]:
+    params = {"sid": session_id, "now": now, "owner": owner, "until": now + lease_s}
+    row = (yield ACQUIRE, params).first()
+    return None if row is None else int(row["lease_token"])
 
 
 async def acquire_lease(
     db: Database, session_id: str, owner: str, lease_s: float, now: float
 ) -> int | None:
     """Take the compaction lease if free or expired; return the fencing token, else ``None``."""
-    async with db.write() as conn:
-        stmt = (
-            update(sessions)
-            .where(
-                sessions.c.id == session_id,
-                (sessions.c.lease_owner.is_(None)) | (sessions.c.lease_expires_at < now),
-            )
-            .values(
-                lease_owner=owner,
-                lease_token=sessions.c.lease_token + 1,
-                lease_expires_at=now + lease_s,
-            )
-            .returning(sessions.c.lease_token)
-        )
-        token: int | None = (await conn.execute(stmt)).scalar_one_or_none()
-    return token
+    return await run_steps(db, lambda _: _acquire_steps(session_id, owner, lease_s, now))
+
+
+def _release_steps(session_id: str, owner: str, token: int) -> Steps[None]:
+    yield RELEASE, {"sid": session_id, "owner": owner, "token": token}
 
 
 async def release_lease(db: Database, session_id: str, owner: str, token: int) -> None:
     """Give the lease back early (no-op if it was taken over meanwhile)."""
-    async with db.write() as conn:
-        await conn.execute(
-            update(sessions)
-            .where(
-                sessions.c.id == session_id,
-                sessions.c.lease_owner == owner,
-                sessions.c.lease_token == token,
-            )
-            .values(lease_owner=None, lease_expires_at=None)
-        )
+    await run_steps(db, lambda _: _release_steps(session_id, owner, token))
 
 
 @dataclass(frozen=True)
@@ -101,9 +155,85 @@ class CommitContext:
     usage: dict[str, Any] | None = None
 
 
-def _chunks(ids: Sequence[str]) -> Iterable[Sequence[str]]:
-    for start in range(0, len(ids), ID_CHUNK):
-        yield ids[start : start + ID_CHUNK]
+def commit_steps(plan: CompactionPlan, ctx: CommitContext) -> Steps[CompactionReport]:
+    """The statements of one compaction commit (see the module docstring).
+
+    Raises:
+        CompactionConflictError: the compare-and-swap or the row counts failed.
+    """
+    snap = plan.snapshot
+    sid = snap.session_id
+    removed = plan.removed
+    finished = utcnow()
+    summary_tokens = plan.summary_tokens if plan.summary is not None else None
+    row = (
+        yield (
+            CAS,
+            {
+                "sid": sid,
+                "expected_count": snap.compaction_count,
+                "owner": ctx.owner,
+                "token": ctx.lease_token,
+                "removed_items": len(removed),
+                "removed_cost": plan.removed_cost,
+                "turns": snap.user_turns,
+                "summary": plan.summary,
+                "summary_tokens": summary_tokens,
+                "now": finished,
+            },
+        )
+    ).first()
+    if row is None:
+        now = (yield COUNT_NOW, {"sid": sid}).first()
+        actual = None if now is None else now["compaction_count"]
+        raise CompactionConflictError(sid, expected=snap.compaction_count, actual=actual)
+    number, version = row["compaction_count"], row["version"]
+    record = {
+        "session_id": sid,
+        "number": number,
+        "snapshot_version": snap.version,
+        "committed_version": version,
+        "trigger": ctx.trigger,
+        "before_tokens": plan.before_tokens,
+        "after_tokens": session_total(row["active_tokens"], row["summary_tokens"]),
+        "items_dropped": len(plan.dropped),
+        "items_summarized": len(plan.summarized),
+        "items_evicted": len(plan.evicted),
+        "summary_action": plan.summary_action,
+        "summary_tokens": summary_tokens,
+        "summary_error": plan.summary_error,
+        "summarizer": ctx.summarizer,
+        "worker_host": ctx.worker_host,
+        "worker_pid": ctx.worker_pid,
+        "started_at": ctx.started_at,
+        "finished_at": finished,
+        "summarize_seconds": ctx.summarize_seconds,
+        "attempts": ctx.attempts,
+        "hard_limit": ctx.limits.hard,
+        "target_limit": ctx.limits.target,
+        "keep_recent": ctx.limits.keep_recent,
+        "usage": ctx.usage,
+    }
+    yield INSERT_REPORT, record
+    if plan.summary is not None and plan.summary_action in ("replaced", "trimmed"):
+        yield INSERT_SUMMARY, {
+            "sid": sid, "number": number, "content": plan.summary,
+            "tokens": plan.summary_tokens, "v": version,
+        }  # fmt: skip
+    marks = [
+        {"sid": sid, "item_id": item_id, "fate": fate, "number": number, "v": version}
+        for item_id, fate in removed.items()
+    ]
+    if marks:
+        yield MARK_REMOVED, marks
+    # Defence in depth: the compare-and-swap makes a mismatch unreachable unless the ledger
+    # was edited by hand. Counted with a SELECT because executemany row counts are not
+    # reported by every driver (asyncpg).
+    marked = (yield COUNT_REMOVED, {"sid": sid, "number": number}).first()
+    count = 0 if marked is None else next(iter(marked.values()))
+    if count != len(removed):
+        raise CompactionConflictError(sid, expected=len(removed), actual=count)
+    return report_from_record(record, removed)
 
 
 async def commit_compaction(
@@ -115,112 +245,4 @@ async def commit_compaction(
         CompactionConflictError: another compaction committed since the plan's snapshot, or
             this worker's lease was taken over (fencing); nothing was written.
     """
-    snap = plan.snapshot
-    removed = plan.removed
-    finished = utcnow()
-    async with db.write() as conn:
-        cas = (
-            update(sessions)
-            .where(
-                sessions.c.id == snap.session_id,
-                sessions.c.compaction_count == snap.compaction_count,
-                sessions.c.lease_owner == ctx.owner,
-                sessions.c.lease_token == ctx.lease_token,
-            )
-            .values(
-                version=sessions.c.version + 1,
-                compaction_count=sessions.c.compaction_count + 1,
-                active_items=sessions.c.active_items - len(removed),
-                active_tokens=sessions.c.active_tokens - plan.removed_cost,
-                user_turns=func.max(sessions.c.user_turns - snap.user_turns, 0)
-                if db.dialect == "sqlite"
-                else func.greatest(sessions.c.user_turns - snap.user_turns, 0),
-                summary=plan.summary,
-                summary_tokens=plan.summary_tokens if plan.summary is not None else None,
-                lease_owner=None,
-                lease_expires_at=None,
-                updated_at=finished,
-            )
-            .returning(
-                sessions.c.version,
-                sessions.c.compaction_count,
-                sessions.c.active_tokens,
-                sessions.c.summary_tokens,
-            )
-        )
-        row = (await conn.execute(cas)).first()
-        if row is None:
-            actual = (
-                await conn.execute(
-                    select(sessions.c.compaction_count).where(sessions.c.id == snap.session_id)
-                )
-            ).scalar_one_or_none()
-            raise CompactionConflictError(
-                snap.session_id, expected=snap.compaction_count, actual=actual
-            )
-        number, version = row.compaction_count, row.version
-        after_tokens = session_total(row.active_tokens, row.summary_tokens)
-        record = {
-            "session_id": snap.session_id,
-            "number": number,
-            "snapshot_version": snap.version,
-            "committed_version": version,
-            "trigger": ctx.trigger,
-            "before_tokens": plan.before_tokens,
-            "after_tokens": after_tokens,
-            "items_dropped": len(plan.dropped),
-            "items_summarized": len(plan.summarized),
-            "items_evicted": len(plan.evicted),
-            "summary_action": plan.summary_action,
-            "summary_tokens": plan.summary_tokens if plan.summary is not None else None,
-            "summary_error": plan.summary_error,
-            "summarizer": ctx.summarizer,
-            "worker_host": ctx.worker_host,
-            "worker_pid": ctx.worker_pid,
-            "started_at": ctx.started_at,
-            "finished_at": finished,
-            "summarize_seconds": ctx.summarize_seconds,
-            "attempts": ctx.attempts,
-            "hard_limit": ctx.limits.hard,
-            "target_limit": ctx.limits.target,
-            "keep_recent": ctx.limits.keep_recent,
-            "usage": ctx.usage,
-        }
-        await conn.execute(insert(compactions).values(**record))
-        if plan.summary is not None and plan.summary_action in ("replaced", "trimmed"):
-            await conn.execute(
-                insert(summaries).values(
-                    session_id=snap.session_id,
-                    compaction_number=number,
-                    content=plan.summary,
-                    estimated_tokens=plan.summary_tokens,
-                    created_version=version,
-                )
-            )
-        updated = 0
-        for fate, ids in (
-            (Fate.DROPPED, plan.dropped),
-            (Fate.SUMMARIZED, plan.summarized),
-            (Fate.EVICTED, plan.evicted),
-        ):
-            for chunk in _chunks(ids):
-                result = await conn.execute(
-                    update(items)
-                    .where(
-                        items.c.session_id == snap.session_id,
-                        items.c.id.in_(chunk),
-                        items.c.fate.is_(None),
-                    )
-                    .values(
-                        fate=fate.value,
-                        removed_by=number,
-                        removed_version=version,
-                        version=items.c.version + 1,
-                    )
-                )
-                updated += result.rowcount
-        if updated != len(removed):
-            # Defence in depth: the CAS above makes this unreachable unless the ledger was
-            # edited by hand. Raising rolls the whole compaction back.
-            raise CompactionConflictError(snap.session_id, expected=len(removed), actual=updated)
-    return report_from_record(record, removed)
+    return await run_steps(db, lambda _: commit_steps(plan, ctx))

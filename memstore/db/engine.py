@@ -49,7 +49,7 @@ from memstore.errors import (
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 if TYPE_CHECKING:
-    from memstore.db.sqlite_appender import SqliteAppender
+    from memstore.db.sqlite_writer import SqliteWriter
 
 _WRITE = "memstore_write"
 _ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg"}
@@ -200,7 +200,7 @@ class Database:
         _LIVE_ENGINES.add(engine)
         self._writer = engine.execution_options(**{_WRITE: True})
         self._sqlite_file = sqlite_path(engine.url.render_as_string(hide_password=False))
-        self._appender: SqliteAppender | None = None
+        self._writer_thread: SqliteWriter | None = None
         # PostgreSQL's default READ COMMITTED takes a new snapshot per statement; a read of the
         # session row and then its items must see one moment, so reads use REPEATABLE READ
         # (read-only transactions never fail with serialization errors there).
@@ -210,14 +210,14 @@ class Database:
             else engine
         )
 
-    def appender(self) -> SqliteAppender | None:
-        """The SQLite append fast path of this process (``None`` on other backends)."""
+    def writer(self) -> SqliteWriter | None:
+        """The SQLite write fast path of this process (``None`` on other backends)."""
         if self._sqlite_file is None:
             return None
-        from memstore.db.sqlite_appender import appender_for  # imports this module
+        from memstore.db.sqlite_writer import writer_for  # it imports this module
 
-        self._appender = appender_for(self._sqlite_file, self.settings, self._appender)
-        return self._appender
+        self._writer_thread = writer_for(self._sqlite_file, self.settings, self._writer_thread)
+        return self._writer_thread
 
     @property
     def url(self) -> str:
@@ -240,9 +240,9 @@ class Database:
 
     async def close(self) -> None:
         """Finish queued appends, then close every connection."""
-        if self._appender is not None:
-            await asyncio.get_running_loop().run_in_executor(None, self._appender.close)
-            self._appender = None
+        if self._writer_thread is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self._writer_thread.close)
+            self._writer_thread = None
         with translate_errors():
             await self.engine.dispose()
 

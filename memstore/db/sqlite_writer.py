@@ -1,0 +1,211 @@
+"""SQLite's write fast path: one writer thread, one connection, group commit.
+
+Through SQLAlchemy's async engine a write costs a dozen hand-offs between the event loop and
+aiosqlite's thread (check-out, BEGIN, each statement, each fetch, COMMIT, the pool's reset).
+Here a write is one hand-off: the caller queues a step generator (:mod:`memstore.db.steps`)
+and awaits a future; a dedicated thread, owning one stdlib ``sqlite3`` connection, runs it and
+resolves the future after COMMIT.
+
+Group commit: when several writes are waiting (many coroutines, one process), the thread
+takes them all and commits them in one ``BEGIN IMMEDIATE ... COMMIT``, each inside its own
+SAVEPOINT, so one caller's failure (a bad key, a lost compare-and-swap, a full disk) rolls
+back only that caller's statements. Every caller is answered only after the COMMIT that made
+its write durable: one fsync per batch instead of one per write, with the same guarantee.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import queue
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+
+from memstore.config import Settings
+from memstore.db.errors import classify, translate_errors
+from memstore.db.steps import Params, Statement, StepResult, StepsFactory, T
+
+#: Writes committed together at most: bounds one transaction's lock time and memory.
+MAX_BATCH = 256
+_DIALECT = sqlite_dialect.dialect(paramstyle="qmark")
+
+
+@dataclass
+class _Job:
+    factory: StepsFactory[Any]
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[Any]
+
+
+def _deliver(future: asyncio.Future[Any], outcome: Any, failed: bool) -> None:
+    if future.done():  # the caller was cancelled; what committed stays committed
+        return
+    if failed:
+        future.set_exception(outcome)
+    else:
+        future.set_result(outcome)
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    """A statement compiled once: SQL, parameter order and each parameter's type processor."""
+
+    sql: str
+    compiled: Any
+    order: tuple[str, ...]
+    processors: tuple[Any, ...]
+
+    @classmethod
+    def of(cls, statement: Statement) -> _Compiled:
+        compiled = statement.compile(dialect=_DIALECT)
+        order = tuple(compiled.positiontup or ())
+        # SQLAlchemy's own bind processors (UTC datetimes, JSON, ...): the rows written here
+        # must read back through SQLAlchemy exactly as if SQLAlchemy had written them.
+        processors = tuple(compiled.binds[name].type.bind_processor(_DIALECT) for name in order)
+        return cls(compiled.string, compiled, order, processors)
+
+    def values(self, params: dict[str, Any]) -> tuple[Any, ...]:
+        bound = self.compiled.construct_params(params)
+        return tuple(
+            bound[name] if process is None else process(bound[name])
+            for name, process in zip(self.order, self.processors, strict=True)
+        )
+
+
+class SqliteWriter:
+    """The writer thread of one SQLite file in one process (see the module docstring)."""
+
+    def __init__(self, path: Path, settings: Settings) -> None:
+        self.pid = os.getpid()
+        self._path = path
+        self._settings = settings
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._compiled: dict[int, _Compiled] = {}
+        self._thread = threading.Thread(target=self._loop, name="memstore-writer", daemon=True)
+        self._thread.start()
+
+    async def run(self, factory: StepsFactory[T]) -> T:
+        """Queue a write and wait until the transaction holding it has committed."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._jobs.put(_Job(factory, loop, future))
+        return await future
+
+    def close(self) -> None:
+        """Finish queued writes, then stop the thread and close the connection."""
+        if self._thread.is_alive() and self.pid == os.getpid():
+            self._jobs.put(None)
+            self._thread.join()
+
+    # -- the writer thread -----------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self._path,
+            timeout=self._settings.busy_timeout_s,
+            isolation_level=None,  # we issue BEGIN IMMEDIATE / COMMIT ourselves
+            check_same_thread=False,
+        )
+        conn.execute(f"PRAGMA busy_timeout = {int(self._settings.busy_timeout_s * 1000)}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute(f"PRAGMA synchronous = {self._settings.sqlite_synchronous}")
+        return conn
+
+    def _next_batch(self) -> tuple[list[_Job], bool]:
+        job = self._jobs.get()
+        if job is None:
+            return [], True
+        batch = [job]
+        while len(batch) < MAX_BATCH:
+            try:
+                waiting = self._jobs.get_nowait()
+            except queue.Empty:
+                break
+            if waiting is None:
+                return batch, True
+            batch.append(waiting)
+        return batch, False
+
+    def _loop(self) -> None:
+        conn: sqlite3.Connection | None = None
+        stop = False
+        while not stop:
+            batch, stop = self._next_batch()
+            if not batch:
+                break
+            try:
+                if conn is None:
+                    with translate_errors():
+                        conn = self._connect()
+                outcomes = self._commit(conn, batch)
+            except BaseException as error:  # BEGIN or COMMIT failed: every caller hears it
+                outcomes = [(error, True)] * len(batch)
+            for job, (outcome, failed) in zip(batch, outcomes, strict=True):
+                job.loop.call_soon_threadsafe(_deliver, job.future, outcome, failed)
+        if conn is not None:
+            conn.close()
+
+    def _commit(self, conn: sqlite3.Connection, batch: list[_Job]) -> list[tuple[Any, bool]]:
+        with translate_errors():
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                outcomes = [self._one(conn, job) for job in batch]
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        return outcomes
+
+    def _one(self, conn: sqlite3.Connection, job: _Job) -> tuple[Any, bool]:
+        conn.execute("SAVEPOINT job")
+        steps = job.factory("sqlite")
+        try:
+            statement, params = next(steps)
+            while True:
+                result = self._execute(conn, statement, params)
+                statement, params = steps.send(result)
+        except StopIteration as done:
+            conn.execute("RELEASE job")
+            return done.value, False
+        except BaseException as error:  # this caller's failure: undo only its statements
+            if not conn.in_transaction:
+                # SQLite rolled the whole transaction back itself (it does on SQLITE_FULL,
+                # IOERR, NOMEM): the batch's earlier writes are gone too, so all must fail.
+                raise
+            conn.execute("ROLLBACK TO job")
+            conn.execute("RELEASE job")
+            if isinstance(error, sqlite3.Error):
+                translated = classify(error)
+                translated.__cause__ = error
+                return translated, True
+            return error, True
+
+    def _execute(
+        self, conn: sqlite3.Connection, statement: Statement, params: Params
+    ) -> StepResult:
+        # Statements are module constants, so id() is a stable key (compiled once each).
+        compiled = self._compiled.get(id(statement))
+        if compiled is None:
+            compiled = self._compiled[id(statement)] = _Compiled.of(statement)
+        if isinstance(params, list):
+            cursor = conn.executemany(compiled.sql, [compiled.values(p) for p in params])
+            return StepResult([], max(cursor.rowcount, 0))
+        cursor = conn.execute(compiled.sql, compiled.values(params))
+        if cursor.description is None:
+            return StepResult([], max(cursor.rowcount, 0))
+        names = [column[0] for column in cursor.description]
+        fetched = cursor.fetchall()  # drain: a pending statement would block COMMIT
+        return StepResult([dict(zip(names, row, strict=True)) for row in fetched], len(fetched))
+
+
+def writer_for(path: Path, settings: Settings, current: SqliteWriter | None) -> SqliteWriter:
+    """``current`` if it belongs to this process, else a new writer (e.g. after fork)."""
+    if current is not None and current.pid == os.getpid():
+        return current
+    return SqliteWriter(path, settings)

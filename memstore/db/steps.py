@@ -1,0 +1,70 @@
+"""Write transactions as step generators: the logic once, a driver per backend.
+
+A write (an append, a lease, a compaction commit) is written as a generator that yields
+``(statement, parameters)`` and receives each statement's :class:`StepResult`; it returns its
+outcome, or raises to abort (nothing it did is kept). Two drivers run such generators:
+
+* :func:`run_steps` on SQLAlchemy's async engine, one transaction per generator (PostgreSQL,
+  and any SQLite database the fast path does not own);
+* :class:`memstore.db.sqlite_writer.SqliteWriter`, one thread with one stdlib ``sqlite3``
+  connection per SQLite file and process, which commits waiting generators together
+  (group commit), each in its own SAVEPOINT.
+
+Parameters are a dict (one execution) or a list of dicts (``executemany``). Statements must
+be module-level constants: the SQLite driver compiles each one once and caches it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from sqlalchemy import Delete, Insert, Select, Update
+
+from memstore.db.engine import Database
+
+#: What a step generator may yield.
+Statement = Update | Select[Any] | Insert | Delete
+Params = dict[str, Any] | list[dict[str, Any]]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """Rows a statement returned (as dicts) and how many rows it changed."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    rowcount: int = 0
+
+    def first(self) -> dict[str, Any] | None:
+        """The first row, or ``None``."""
+        return self.rows[0] if self.rows else None
+
+
+Steps = Generator[tuple[Statement, Params], StepResult, T]
+#: Builds a generator for a dialect name ("sqlite", "postgresql").
+StepsFactory = Callable[[str], Steps[T]]
+
+
+async def run_steps(db: Database, factory: StepsFactory[T]) -> T:
+    """Run a step generator in one write transaction (the SQLite fast path when it exists).
+
+    Raises:
+        Whatever the generator raises (the transaction is rolled back), or a translated
+        storage error.
+    """
+    writer = db.writer()
+    if writer is not None:
+        return await writer.run(factory)
+    steps = factory(db.dialect)
+    async with db.write() as conn:
+        statement, params = next(steps)
+        while True:
+            result = await conn.execute(statement, params)
+            rows = [dict(row) for row in result.mappings()] if result.returns_rows else []
+            try:
+                statement, params = steps.send(StepResult(rows, max(result.rowcount, 0)))
+            except StopIteration as done:
+                outcome: T = done.value
+                return outcome
