@@ -53,28 +53,33 @@ def _deliver(future: asyncio.Future[Any], outcome: Any, failed: bool) -> None:
 
 @dataclass(frozen=True)
 class _Compiled:
-    """A statement compiled once: SQL, parameter order and each parameter's type processor."""
+    """A statement compiled once: SQL, parameter order, literal defaults, type processors."""
 
     sql: str
-    compiled: Any
     order: tuple[str, ...]
+    defaults: tuple[Any, ...]
     processors: tuple[Any, ...]
 
     @classmethod
     def of(cls, statement: Statement) -> _Compiled:
         compiled = statement.compile(dialect=_DIALECT)
         order = tuple(compiled.positiontup or ())
+        binds = [compiled.binds[name] for name in order]
         # SQLAlchemy's own bind processors (UTC datetimes, JSON, ...): the rows written here
         # must read back through SQLAlchemy exactly as if SQLAlchemy had written them.
-        processors = tuple(compiled.binds[name].type.bind_processor(_DIALECT) for name in order)
-        return cls(compiled.string, compiled, order, processors)
+        return cls(
+            compiled.string,
+            order,
+            tuple(bind.value for bind in binds),  # literals such as the 1 of "version + 1"
+            tuple(bind.type.bind_processor(_DIALECT) for bind in binds),
+        )
 
     def values(self, params: dict[str, Any]) -> tuple[Any, ...]:
-        bound = self.compiled.construct_params(params)
-        return tuple(
-            bound[name] if process is None else process(bound[name])
-            for name, process in zip(self.order, self.processors, strict=True)
-        )
+        out = []
+        for name, default, process in zip(self.order, self.defaults, self.processors, strict=True):
+            value = params.get(name, default)
+            out.append(value if process is None or value is None else process(value))
+        return tuple(out)
 
 
 class SqliteWriter:
@@ -154,7 +159,8 @@ class SqliteWriter:
         with translate_errors():
             conn.execute("BEGIN IMMEDIATE")
             try:
-                outcomes = [self._one(conn, job) for job in batch]
+                alone = len(batch) == 1
+                outcomes = [self._one(conn, job, alone) for job in batch]
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -162,8 +168,10 @@ class SqliteWriter:
                 raise
         return outcomes
 
-    def _one(self, conn: sqlite3.Connection, job: _Job) -> tuple[Any, bool]:
-        conn.execute("SAVEPOINT job")
+    def _one(self, conn: sqlite3.Connection, job: _Job, alone: bool) -> tuple[Any, bool]:
+        # Alone in its transaction, a job needs no savepoint: a failure rolls back everything.
+        if not alone:
+            conn.execute("SAVEPOINT job")
         steps = job.factory("sqlite")
         try:
             statement, params = next(steps)
@@ -171,12 +179,14 @@ class SqliteWriter:
                 result = self._execute(conn, statement, params)
                 statement, params = steps.send(result)
         except StopIteration as done:
-            conn.execute("RELEASE job")
+            if not alone:
+                conn.execute("RELEASE job")
             return done.value, False
         except BaseException as error:  # this caller's failure: undo only its statements
-            if not conn.in_transaction:
-                # SQLite rolled the whole transaction back itself (it does on SQLITE_FULL,
-                # IOERR, NOMEM): the batch's earlier writes are gone too, so all must fail.
+            if alone or not conn.in_transaction:
+                # Alone: the transaction's rollback undoes it. Or SQLite rolled the whole
+                # transaction back itself (it does on SQLITE_FULL, IOERR, NOMEM): the batch's
+                # earlier writes are gone too, so every caller in it must hear the failure.
                 raise
             conn.execute("ROLLBACK TO job")
             conn.execute("RELEASE job")
