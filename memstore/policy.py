@@ -360,16 +360,21 @@ def plan_compaction(
 
 
 def bounded_view(
-    snapshot: Snapshot, limits: MemoryLimits, count_tokens: CountTokens
+    snapshot: Snapshot,
+    limits: MemoryLimits,
+    count_tokens: CountTokens,
+    budget: int | None = None,
 ) -> tuple[tuple[MemoryItem, ...], str | None]:
-    """Items and summary to show a model, never above the hard limit.
+    """Items and summary to show a model, never above ``budget`` (default: the hard limit).
 
     Normally that is the snapshot itself. While a session waits for a compaction (another
     worker holds the lease, or a summarizer is slow) its total may exceed the hard limit; then
-    phases 1 and 3 run in memory, without a model, against the hard limit. Nothing is written.
+    phases 1 and 3 run in memory, without a model, against the budget. Nothing is written.
+    (The store passes a smaller budget when long-term memories share the model input.)
     """
-    if snapshot.total_tokens <= limits.hard:
+    budget = limits.hard if budget is None else budget
+    if snapshot.total_tokens <= budget:
         return snapshot.items, snapshot.summary
-    draft = replace(start_plan(snapshot, limits, budget=limits.hard), candidates=())
+    draft = replace(start_plan(snapshot, limits, budget=budget), candidates=())
     plan = finish_plan(draft, count_tokens)
     return plan.kept, plan.summary

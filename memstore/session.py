@@ -25,7 +25,6 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from memstore.config import fault_point
@@ -54,6 +53,7 @@ from memstore.model import (
 from memstore.policy import (
     CompactionPlan,
     Snapshot,
+    bounded_view,
     finish_plan,
     needs_compaction,
     start_plan,
@@ -357,7 +357,7 @@ class SessionMemory:
         if snap is None:
             return [] if memories is None else [memories.message]
         budget = self.limits.hard - (0 if memories is None else memories.tokens)
-        kept, summary = _view_within(snap, self.limits, self.estimator.count, budget)
+        kept, summary = bounded_view(snap, self.limits, self.estimator.count, budget)
         return build_input(kept, summary, memories=None if memories is None else memories.message)
 
     async def reports(self) -> list[CompactionReport]:
@@ -376,18 +376,3 @@ class SessionMemory:
     ) -> None:
         """Call ``callback(report)`` (sync or async) after every compaction this handle commits."""
         self._observers.append(callback)
-
-
-def _view_within(
-    snap: Snapshot, limits: MemoryLimits, count: Callable[[str], int], budget: int
-) -> tuple[tuple[MemoryItem, ...], str | None]:
-    """:func:`memstore.policy.bounded_view` against ``budget`` instead of the hard limit.
-
-    ``budget`` is the hard limit minus the long-term memories message: above it, phases 1
-    and 3 run in memory (no model, nothing written) to choose what the model is shown.
-    """
-    if snap.total_tokens <= budget:
-        return snap.items, snap.summary
-    draft = replace(start_plan(snap, limits, budget=budget), candidates=())
-    plan = finish_plan(draft, count)
-    return plan.kept, plan.summary
