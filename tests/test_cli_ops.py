@@ -372,3 +372,18 @@ def test_version_and_help() -> None:
     assert "memstore, version" in runner.invoke(main, ["--version"]).output
     assert "replay" in runner.invoke(main, ["-h"]).output
     assert runner.invoke(main, ["nonsense"]).exit_code == 2
+
+
+def test_stored_markup_prints_as_text(db_path: Path) -> None:
+    hostile = "close [/bold] and [link=https://example.invalid]click[/link] [red]x"
+    assert cli(db_path, "add", "m", hostile, "--estimator", "words").exit_code == 0
+    for args in (
+        ("show", "m"),
+        ("show", "m", "--full"),
+        ("replay", "m", "--at", "1"),
+        ("compact", "m", "--dry-run"),
+    ):
+        result = cli(db_path, *args)
+        assert result.exit_code == 0, result.output
+    full = cli(db_path, "show", "m", "--full").output
+    assert "[/bold]" in full and "[link=https://example.invalid]" in full

@@ -14,6 +14,7 @@ import click
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
 from memstore.cli.output import console, preview
 from memstore.model import CompactionReport, MemoryItem, MemoryLimits, Priority
@@ -254,7 +255,7 @@ async def run_demo(db: str, session: str | None, out: Console) -> SessionMemory:
             )
         out.print(
             Panel(
-                await memory.summary() or "(none)",
+                Text(await memory.summary() or "(none)"),
                 title="final summary",
                 title_align="left",
                 border_style="green",

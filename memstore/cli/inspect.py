@@ -7,6 +7,7 @@ from typing import Any
 import click
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
 from memstore.cli.output import console, json_option, preview, print_json, run_with_store
 from memstore.model import CompactionReport, MemoryItem, SessionInfo
@@ -108,9 +109,11 @@ def show_session(
         print_json(out)
         return
     out_console = console()
-    out_console.print(f"[bold]Session {info.id}[/bold]")
+    out_console.print(Text(f"Session {info.id}", style="bold"))
     out_console.print(
-        Panel(summary or "(no summary yet)", title="summary", title_align="left", expand=False)
+        Panel(
+            Text(summary or "(no summary yet)"), title="summary", title_align="left", expand=False
+        )
     )
     out_console.print(items_table("active items", active, full=full, fates=False))
     if show_all:

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from memstore.store import MemoryStore
 
@@ -49,8 +50,12 @@ def print_json(value: Any) -> None:
 
 
 def preview(text: str, full: bool = False) -> str:
-    """``text`` on one line, cut to :data:`PREVIEW_CHARS` unless ``full``."""
+    """``text`` on one line, cut to :data:`PREVIEW_CHARS` unless ``full``, markup escaped.
+
+    Stored text is data: a message holding ``[/bold]`` or ``[link=...]`` must print as
+    itself, never be interpreted by rich (or crash it).
+    """
     if full:
-        return text
+        return escape(text)
     flat = " ".join(text.split())
-    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
+    return escape(flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…")

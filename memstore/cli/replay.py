@@ -10,6 +10,7 @@ from typing import Any
 import click
 from rich.progress import Progress
 from rich.table import Table
+from rich.text import Text
 
 from memstore.cli.inspect import items_table
 from memstore.cli.output import console, preview, print_json, run_with_store
@@ -216,7 +217,7 @@ def _show_at(history: SessionHistory, version: int, as_json: bool) -> None:
         f"[bold]{history.info.id} at version {version}[/bold]: {state.total_tokens} "
         f"tokens, {len(state.items)} active items, {state.compaction_count} compactions"
     )
-    out.print(f"summary: {state.summary or '(none)'}")
+    out.print(Text(f"summary: {state.summary or '(none)'}"))
     out.print(items_table("active items", state.items, full=False, fates=False))
     out.print("model input:")
     print_json(model_input)
