@@ -141,11 +141,16 @@ class MemoryStore:
         )
 
     async def attach(
-        self, session_id: str, *, summarizer: Summarizer | None = None
+        self,
+        session_id: str,
+        *,
+        summarizer: Summarizer | None = None,
+        ltm_scopes: Iterable[str] = (),
     ) -> SessionMemory:
         """A handle on an *existing* session, with the estimator and limits it recorded.
 
         This is what operator tools use: they must count the way the session was counted.
+        ``ltm_scopes`` is as for :meth:`session` (scopes are not recorded per session).
 
         Raises:
             SessionNotFoundError: no such session.
@@ -156,6 +161,7 @@ class MemoryStore:
             limits=info.limits,
             estimator=RecordedEstimator(info.estimator),
             summarizer=summarizer,
+            ltm_scopes=ltm_scopes,
         )
 
     async def session_info(self, session_id: str) -> SessionInfo:

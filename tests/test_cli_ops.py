@@ -387,3 +387,15 @@ def test_stored_markup_prints_as_text(db_path: Path) -> None:
         assert result.exit_code == 0, result.output
     full = cli(db_path, "show", "m", "--full").output
     assert "[/bold]" in full and "[link=https://example.invalid]" in full
+
+
+def test_input_with_long_term_scopes(worked_db: Path) -> None:
+    assert (
+        cli(worked_db, "ltm", "set", "test_framework", "pytest", "--scope", "user:alice").exit_code
+        == 0
+    )
+    plain = as_json(cli(worked_db, "input", "incident-42"))
+    scoped = as_json(cli(worked_db, "input", "incident-42", "--scope", "user:alice"))
+    assert len(scoped) == len(plain) + 1
+    memories = [m for m in scoped if "test_framework" in m["content"]]
+    assert len(memories) == 1 and memories[0]["role"] == "developer"

@@ -162,11 +162,19 @@ def show_reports(ctx: click.Context, session_id: str, as_json: bool) -> None:
 
 @click.command("input")
 @click.argument("session_id", metavar="SESSION")
+@click.option(
+    "--scope",
+    "scopes",
+    multiple=True,
+    metavar="SCOPE",
+    help="Include this long-term scope's entries, as an agent using it would "
+    "(repeatable; scopes are not recorded per session).",
+)
 @click.pass_context
-def show_input(ctx: click.Context, session_id: str) -> None:
+def show_input(ctx: click.Context, session_id: str, scopes: tuple[str, ...]) -> None:
     """Print the exact Responses API input the session would send now, as JSON."""
 
     async def load(store: MemoryStore) -> list[dict[str, Any]]:
-        return await (await store.attach(session_id)).build_model_input()
+        return await (await store.attach(session_id, ltm_scopes=scopes)).build_model_input()
 
     print_json(run_with_store(ctx, load))
