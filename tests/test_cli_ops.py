@@ -389,13 +389,13 @@ def test_stored_markup_prints_as_text(db_path: Path) -> None:
     assert "[/bold]" in full and "[link=https://example.invalid]" in full
 
 
-def test_input_with_long_term_scopes(worked_db: Path) -> None:
-    assert (
-        cli(worked_db, "ltm", "set", "test_framework", "pytest", "--scope", "user:alice").exit_code
-        == 0
-    )
-    plain = as_json(cli(worked_db, "input", "incident-42"))
-    scoped = as_json(cli(worked_db, "input", "incident-42", "--scope", "user:alice"))
+def test_input_with_long_term_scopes(db_path: Path) -> None:
+    # Default limits (1500 / 900): the memories message gets hard - target = 600 tokens.
+    assert cli(db_path, "add", "s", "write the tests", "--estimator", "words").exit_code == 0
+    stored = cli(db_path, "ltm", "set", "test_framework", "pytest", "--scope", "user:alice")
+    assert stored.exit_code == 0
+    plain = as_json(cli(db_path, "input", "s"))
+    scoped = as_json(cli(db_path, "input", "s", "--scope", "user:alice"))
     assert len(scoped) == len(plain) + 1
     memories = [m for m in scoped if "test_framework" in m["content"]]
     assert len(memories) == 1 and memories[0]["role"] == "developer"
