@@ -82,6 +82,10 @@ class _Compiled:
         return tuple(out)
 
 
+#: Compiled statements, shared by every writer of the process (statements are constants).
+_COMPILED: dict[int, _Compiled] = {}
+
+
 class SqliteWriter:
     """The writer thread of one SQLite file in one process (see the module docstring)."""
 
@@ -90,7 +94,6 @@ class SqliteWriter:
         self._path = path
         self._settings = settings
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self._compiled: dict[int, _Compiled] = {}
         self._thread = threading.Thread(target=self._loop, name="memstore-writer", daemon=True)
         self._thread.start()
 
@@ -200,9 +203,9 @@ class SqliteWriter:
         self, conn: sqlite3.Connection, statement: Statement, params: Params
     ) -> StepResult:
         # Statements are module constants, so id() is a stable key (compiled once each).
-        compiled = self._compiled.get(id(statement))
+        compiled = _COMPILED.get(id(statement))
         if compiled is None:
-            compiled = self._compiled[id(statement)] = _Compiled.of(statement)
+            compiled = _COMPILED[id(statement)] = _Compiled.of(statement)
         if isinstance(params, list):
             cursor = conn.executemany(compiled.sql, [compiled.values(p) for p in params])
             return StepResult([], max(cursor.rowcount, 0))
