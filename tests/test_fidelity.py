@@ -1,0 +1,166 @@
+"""Memory fidelity: planted facts survive 20 compactions (benchmarks/fidelity.py), and the
+extractive summarizer's rules one by one."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
+
+from memstore import ExtractiveSummarizer, MemoryKind, Priority, WordEstimator
+from memstore.model import DEFAULT_KIND, MemoryItem
+from memstore.summarizers import parse_summary
+
+ROOT = Path(__file__).resolve().parent.parent
+_ROLE = {kind: role for role, kind in DEFAULT_KIND.items()}
+
+
+def load_benchmark() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("fidelity", ROOT / "benchmarks" / "fidelity.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["fidelity"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+async def test_every_planted_fact_survives_20_compactions(tmp_path: Path) -> None:
+    fidelity = load_benchmark()
+    runs = await fidelity.measure(tmp_path / "fidelity.db", sessions=2, compactions=20)
+    assert [r.summarizer for r in runs] == ["extractive", "openai-standin"] * 2
+    for run in runs:
+        assert run.compactions == 20
+        assert run.facts == 4 * fidelity.FACTS_PER_CATEGORY
+        assert len(run.retention) == 20
+        assert run.retention == [1.0] * 20, (run.summarizer, run.seed, run.lost)
+        assert run.changed == [] and run.lost == []
+        assert run.summary_errors == 0
+    # The model path (real client, stand-in model) folds the same summaries, with usage.
+    for extractive, model in zip(runs[::2], runs[1::2], strict=True):
+        assert model.final_summary == extractive.final_summary
+        assert model.usage_tokens > 0 and extractive.usage_tokens == 0
+
+
+def test_the_scenario_is_deterministic_and_plants_every_kind() -> None:
+    fidelity = load_benchmark()
+    first = [e for _, e in zip(range(300), fidelity.scenario(7), strict=False)]
+    again = [e for _, e in zip(range(300), fidelity.scenario(7), strict=False)]
+    assert first == again
+    facts = [e.fact for e in first if e.fact is not None]
+    assert {f.category for f in facts} == {"constraint", "decision", "observation", "question"}
+    kinds = {(e.kind, e.priority) for e in first if e.fact is None}
+    assert (MemoryKind.TOOL_OBSERVATION, Priority.LOW) in kinds  # noise
+    assert (MemoryKind.TOOL_OBSERVATION, Priority.NORMAL) in kinds  # verbose logs
+
+
+def item(
+    text: str,
+    kind: MemoryKind = MemoryKind.USER_MESSAGE,
+    priority: Priority = Priority.NORMAL,
+    seq: int = 1,
+) -> MemoryItem:
+    return MemoryItem(
+        id=str(uuid.uuid4()),
+        session_id="s",
+        seq=seq,
+        role=_ROLE[kind],
+        kind=kind,
+        priority=priority,
+        content=text,
+        timestamp=datetime.now(UTC),
+        estimated_tokens=len(text.split()),
+    )
+
+
+def summarize(*items: MemoryItem, previous: str | None = None, budget: int = 400) -> str:
+    return ExtractiveSummarizer(max_tokens=budget).summarize(previous, list(items))
+
+
+def test_chatter_narration_and_logs_are_left_out() -> None:
+    text = summarize(
+        item("Hi there! Thanks, that helps. Check the checkout dashboards next."),
+        item("Shall I continue with payments?", MemoryKind.ASSISTANT_MESSAGE),
+        item("I will look at the traces next.", MemoryKind.ASSISTANT_MESSAGE),
+        item("GET /health 200 3ms", MemoryKind.TOOL_OBSERVATION),
+        item("kubectl: 6 Running", MemoryKind.TOOL_OBSERVATION, Priority.LOW),
+        item("Who owns the orders-db backups now?"),
+        item("Was the cache flushed?", MemoryKind.ASSISTANT_MESSAGE, Priority.HIGH),
+    )
+    assert text == (
+        "Current objective: Check the checkout dashboards next.\n"
+        "Open questions:\n"
+        "- Who owns the orders-db backups now?\n"
+        "- Was the cache flushed?"
+    )
+
+
+def test_kinds_go_to_their_sections_and_repetition_folds() -> None:
+    constraint = "Never restart payments during business hours."
+    text = summarize(
+        item(f"Ok. {constraint} Investigate checkout latency."),
+        item("Rolled back fraud to v2.30.4.", MemoryKind.DECISION),
+        item("payments p95 is 1720ms.", MemoryKind.TOOL_OBSERVATION, Priority.HIGH),
+        item(f"Thanks. {constraint}"),
+    )
+    assert text.splitlines() == [
+        f"Current objective: {constraint}",
+        "Constraints:",
+        f"- {constraint}",
+        "Decisions:",
+        "- Rolled back fraud to v2.30.4.",
+        "Important observations:",
+        "- payments p95 is 1720ms.",
+    ]
+
+
+def test_a_summary_round_trips_and_multiline_content_stays_one_line() -> None:
+    decision = item("Keep the rules table.\nOnly the binary\nwas rolled back.", MemoryKind.DECISION)
+    first = summarize(decision)
+    assert first == "Decisions:\n- Keep the rules table. Only the binary was rolled back."
+    assert summarize(previous=first) == first
+    assert parse_summary(first).render() == first
+
+
+def test_a_models_sections_are_kept_and_sacrificed_first() -> None:
+    previous = (
+        "Current objective: fix checkout\n"
+        "Constraints:\n- never deploy on Fridays\n"
+        "Actions attempted:\n- restarted the cache\n- rolled back fraud\n"
+        "Open questions:\n- who owns billing?"
+    )
+    kept = summarize(previous=previous)
+    assert "Actions attempted:\n- restarted the cache\n- rolled back fraud" in kept
+    assert kept.index("Open questions:") < kept.index("Actions attempted:")
+    words = WordEstimator().count
+    tight = summarize(previous=previous, budget=words(kept) - 2)
+    assert "restarted the cache" not in tight and "rolled back fraud" in tight
+    assert "never deploy on Fridays" in tight and "who owns billing?" in tight
+
+
+def test_over_budget_whole_lines_go_least_essential_first() -> None:
+    items = [
+        item("You must keep p95 under 400ms.", seq=1),
+        item("Chose pool size 40.", MemoryKind.DECISION, seq=2),
+        item("disk is 91% full", MemoryKind.TOOL_OBSERVATION, Priority.HIGH, seq=3),
+        item("Is the cache warm?", seq=4),
+    ]
+    full = summarize(*items)
+    count = WordEstimator().count
+    for budget, gone in [
+        (count(full) - 1, ["Is the cache warm?"]),
+        (count(full) - 8, ["Is the cache warm?", "disk is 91% full"]),
+    ]:
+        text = summarize(*items, budget=budget)
+        assert count(text) <= budget
+        for line in gone:
+            assert line not in text
+        assert "You must keep p95 under 400ms." in text and "Chose pool size 40." in text
+        for line in text.splitlines():  # no line is cut in half
+            assert line.endswith((".", ":", "?", "full")) or line.startswith("Current")
+
+
+def test_an_objective_alone_over_budget_is_dropped() -> None:
+    assert summarize(item("word " * 30), budget=5) == ""
