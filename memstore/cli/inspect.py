@@ -9,7 +9,14 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from memstore.cli.output import console, json_option, preview, print_json, run_with_store
+from memstore.cli.output import (
+    console,
+    json_option,
+    plain,
+    preview,
+    print_json,
+    run_with_store,
+)
 from memstore.model import CompactionReport, MemoryItem, SessionInfo
 from memstore.store import MemoryStore
 
@@ -29,7 +36,7 @@ def items_table(title: str, items: list[MemoryItem], *, full: bool, fates: bool)
         row = [str(item.seq), item.kind.value, item.priority.name, str(item.estimated_tokens)]
         if fates:
             row += [item.fate.value if item.fate else "", f"#{item.removed_by}"]
-        table.add_row(*row, preview(item.content, full))
+        table.add_row(*row, plain(item.content, full))
     return table
 
 
@@ -137,7 +144,7 @@ def reports_table(reports: list[CompactionReport]) -> Table:
             str(r.items_dropped),
             str(r.items_summarized),
             str(r.items_evicted),
-            summary,
+            Text(summary),
             f"{r.summarizer or '-'} @ {r.worker_host}:{r.worker_pid}",
         )
     return table

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 from memstore.store import MemoryStore
 
@@ -50,12 +50,14 @@ def print_json(value: Any) -> None:
 
 
 def preview(text: str, full: bool = False) -> str:
-    """``text`` on one line, cut to :data:`PREVIEW_CHARS` unless ``full``, markup escaped.
-
-    Stored text is data: a message holding ``[/bold]`` or ``[link=...]`` must print as
-    itself, never be interpreted by rich (or crash it).
-    """
+    """``text`` on one line, cut to :data:`PREVIEW_CHARS` unless ``full``."""
     if full:
-        return escape(text)
+        return text
     flat = " ".join(text.split())
-    return escape(flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…")
+    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
+
+
+def plain(text: str, full: bool = False) -> Text:
+    """A preview as rich ``Text``: stored text is data, and a message holding ``[/bold]`` or
+    ``[link=...]`` must print as itself, never be read as rich markup (or crash it)."""
+    return Text(preview(text, full))

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from memstore.cli.inspect import items_table
-from memstore.cli.output import console, preview, print_json, run_with_store
+from memstore.cli.output import console, plain, preview, print_json, run_with_store
 from memstore.errors import ValidationError
 from memstore.model import MemoryLimits, SessionHistory
 from memstore.replay import (
@@ -69,11 +69,12 @@ def _print_history(events: list[ReplayEvent]) -> None:
     for event in _with_progress(events, "replaying"):
         if event.item is not None:
             item = event.item
-            detail = f"+#{item.seq} {item.kind.value} {item.priority.name}: {preview(item.content)}"
+            detail = Text(f"+#{item.seq} {item.kind.value} {item.priority.name}: ")
+            detail.append(preview(item.content))
         else:
             r = event.report
             assert r is not None
-            detail = (
+            detail = Text(
                 f"compaction #{r.compaction_count} ({r.trigger}): dropped {r.items_dropped}, "
                 f"summarized {r.items_summarized}, evicted {r.items_evicted}, "
                 f"summary {r.summary_action}"
@@ -112,7 +113,7 @@ def _outcome_table(actual: Outcome, simulated: Outcome, limits: MemoryLimits) ->
             name.replace("_", " "), str(getattr(actual, name)), str(getattr(simulated, name))
         )
     table.add_row(
-        "summary", preview(actual.summary or "(none)"), preview(simulated.summary or "(none)")
+        "summary", plain(actual.summary or "(none)"), plain(simulated.summary or "(none)")
     )
     return table
 

@@ -9,7 +9,7 @@ import click
 from rich.table import Table
 
 from memstore.cli.inspect import reports_table
-from memstore.cli.output import console, json_option, preview, print_json, run_with_store
+from memstore.cli.output import console, json_option, plain, print_json, run_with_store
 from memstore.errors import SessionNotFoundError
 from memstore.model import CompactionReport, MemoryItem, MemoryKind, MemoryRole, Priority
 from memstore.policy import CompactionPlan
@@ -117,7 +117,7 @@ def plan_table(plan: CompactionPlan) -> Table:
     by_id = {item.id: item for item in plan.snapshot.items}
     for item_id, fate in sorted(plan.removed.items(), key=lambda pair: by_id[pair[0]].seq):
         item = by_id[item_id]
-        table.add_row(str(item.seq), fate, str(item.estimated_tokens), preview(item.content))
+        table.add_row(str(item.seq), fate, str(item.estimated_tokens), plain(item.content))
     return table
 
 

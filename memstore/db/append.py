@@ -16,6 +16,7 @@ commits concurrent appends together.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,10 +24,8 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, insert, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from memstore.db.engine import Database
+from memstore.db.engine import Database, dialect_insert
 from memstore.db.reads import ITEM_COLUMNS, row_to_item, session_total, utcnow
 from memstore.db.steps import Statement, Steps, run_steps
 from memstore.db.tables import UTCDateTime, items, sessions
@@ -113,20 +112,19 @@ _ITEM_INSERT_COLUMNS = (
 INSERT_ITEM = insert(items).values({name: bindparam(name) for name in _ITEM_INSERT_COLUMNS})
 
 
-def _create_session(dialect_insert: Any) -> Statement:
+@functools.cache
+def create_session(dialect: str) -> Statement:
+    """``INSERT ... ON CONFLICT DO NOTHING``: two workers may create one session at once.
+
+    Cached, so each dialect's statement is one constant object (the SQLite writer compiles
+    statements once, keyed by identity).
+    """
     statement: Statement = (
-        dialect_insert(sessions)
+        dialect_insert(dialect)(sessions)
         .values({name: bindparam(name) for name in _SESSION_COLUMNS})
         .on_conflict_do_nothing()
     )
     return statement
-
-
-#: ``INSERT ... ON CONFLICT DO NOTHING``: two workers may create one session at once.
-CREATE_SESSION = {
-    "postgresql": _create_session(pg_insert),
-    "sqlite": _create_session(sqlite_insert),
-}
 
 
 def append_steps(
@@ -157,7 +155,7 @@ def append_steps(
             raise EstimatorMismatchError(
                 session_id, expected=existing["estimator"], actual=estimator
             )
-        yield CREATE_SESSION.get(dialect, CREATE_SESSION["sqlite"]), {
+        yield create_session(dialect), {
             "id": session_id, "version": 0, "estimator": estimator, "last_seq": 0,
             "active_items": 0, "active_tokens": 0, "user_turns": 0, "compaction_count": 0,
             "hard_limit": limits.hard, "target_limit": limits.target,

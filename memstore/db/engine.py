@@ -55,6 +55,21 @@ _WRITE = "memstore_write"
 _ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg"}
 
 
+def dialect_insert(dialect: str) -> Any:
+    """The ``insert`` with ``on_conflict_do_nothing`` for ``dialect``.
+
+    Imported on demand: the PostgreSQL dialect alone costs ~40 ms at start-up, which every
+    SQLite user (and every CLI command) would otherwise pay.
+    """
+    if dialect == "postgresql":
+        from sqlalchemy.dialects import postgresql
+
+        return postgresql.insert
+    from sqlalchemy.dialects import sqlite
+
+    return sqlite.insert
+
+
 def normalize_url(url_or_path: str | os.PathLike[str]) -> str:
     """A SQLAlchemy async URL for ``url_or_path``.
 

@@ -19,11 +19,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, delete, func, insert, or_, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memstore.db.engine import Database
+from memstore.db.engine import Database, dialect_insert
 from memstore.db.tables import ltm_entries, ltm_history
 from memstore.errors import StorageError, VersionConflictError
 
@@ -157,8 +155,9 @@ async def set_entry(
             "expires_at": expires_at,
         }
         if row is None:
-            dialect_insert = pg_insert if db.dialect == "postgresql" else sqlite_insert
-            stmt: Any = dialect_insert(ltm_entries).values(**record).on_conflict_do_nothing()
+            stmt: Any = (
+                dialect_insert(db.dialect)(ltm_entries).values(**record).on_conflict_do_nothing()
+            )
         else:
             stmt = (
                 update(ltm_entries)
