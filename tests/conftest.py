@@ -148,6 +148,25 @@ async def fixed_summary(previous: str | None, items: object) -> str:
     return WORKED_SUMMARY
 
 
+async def add_worked_example(store: MemoryStore) -> None:
+    """SPEC 2.5's five items in session ``incident-42`` (one compaction: 65 -> 52 tokens)."""
+    memory = store.session(
+        "incident-42", limits=WORKED_LIMITS, estimator=WordEstimator(), summarizer=fixed_summary
+    )
+    for role, kind, priority, content in [*WORKED_ITEMS, WORKED_FIFTH]:
+        await memory.add(role, content, kind=kind, priority=priority)
+
+
+def write_worked_example(path: Path | str) -> None:
+    """:func:`add_worked_example` into the database at ``path``, outside any event loop."""
+
+    async def write() -> None:
+        async with MemoryStore.open(path) as store:
+            await add_worked_example(store)
+
+    asyncio.run(write())
+
+
 @pytest.fixture
 def words() -> WordEstimator:
     return WordEstimator()

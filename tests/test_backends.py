@@ -11,10 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import (
-    WORKED_FIFTH,
-    WORKED_ITEMS,
     WORKED_LIMITS,
-    fixed_summary,
+    add_worked_example,
     table_counts,
 )
 
@@ -27,14 +25,6 @@ from memstore import (
     WordEstimator,
 )
 from memstore.cli import main
-
-
-async def worked(store: MemoryStore) -> None:
-    memory = store.session(
-        "incident-42", limits=WORKED_LIMITS, estimator=WordEstimator(), summarizer=fixed_summary
-    )
-    for role, kind, priority, content in [*WORKED_ITEMS, WORKED_FIFTH]:
-        await memory.add(role, content, kind=kind, priority=priority)
 
 
 @asynccontextmanager
@@ -68,7 +58,7 @@ async def write_lock_held(url: str) -> AsyncIterator[None]:
 async def test_bad_content_is_the_same_error_and_writes_nothing(
     any_store: MemoryStore, content: str
 ) -> None:
-    await worked(any_store)
+    await add_worked_example(any_store)
     before = await table_counts(any_store)
     with pytest.raises(ValidationError) as raised:
         await any_store.session("incident-42", limits=WORKED_LIMITS, estimator=WordEstimator()).add(
@@ -80,7 +70,7 @@ async def test_bad_content_is_the_same_error_and_writes_nothing(
 
 async def test_lock_timeout_is_typed_on_both_backends(backend_url: str) -> None:
     async with MemoryStore.open(backend_url, settings=Settings(busy_timeout_s=0.3)) as store:
-        await worked(store)
+        await add_worked_example(store)
         before = await table_counts(store)
         memory = store.session("incident-42", limits=WORKED_LIMITS, estimator=WordEstimator())
         async with write_lock_held(backend_url):
@@ -112,14 +102,14 @@ async def test_migrated_schema_matches_the_models(any_store: MemoryStore) -> Non
 
 
 async def test_check_passes_after_compactions(any_store: MemoryStore) -> None:
-    await worked(any_store)
+    await add_worked_example(any_store)
     assert await any_store.check() == []
 
 
 def test_cli_replay_and_export_round_trip_across_backends(backend_url: str, tmp_path: Path) -> None:
     async def setup() -> None:
         async with MemoryStore.open(backend_url) as store:
-            await worked(store)
+            await add_worked_example(store)
 
     asyncio.run(setup())
     runner = CliRunner()
@@ -146,7 +136,7 @@ async def test_psycopg_driver_runs_the_same_store(postgres_url: str) -> None:
     backend_url = postgres_url
     url = backend_url.replace("postgresql+asyncpg://", "postgresql+psycopg://", 1)
     async with MemoryStore.open(url, settings=Settings(busy_timeout_s=0.3)) as store:
-        await worked(store)
+        await add_worked_example(store)
         memory = await store.attach("incident-42")
         assert await memory.estimated_tokens() == 52
         assert await store.check() == []

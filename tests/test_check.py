@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import WORKED_FIFTH, WORKED_ITEMS, WORKED_LIMITS, fixed_summary
+from conftest import write_worked_example
 
-from memstore import MemoryStore, WordEstimator
 from memstore.cli import main
-
-
-def worked(db_path: Path) -> None:
-    asyncio.run(_worked(db_path))
-
-
-async def _worked(db_path: Path) -> None:
-    async with MemoryStore.open(db_path) as store:
-        memory = store.session(
-            "incident-42", limits=WORKED_LIMITS, estimator=WordEstimator(), summarizer=fixed_summary
-        )
-        for role, kind, priority, content in [*WORKED_ITEMS, WORKED_FIFTH]:
-            await memory.add(role, content, kind=kind, priority=priority)
 
 
 def check(db_path: Path, *args: str):  # type: ignore[no-untyped-def]
@@ -33,7 +18,7 @@ def check(db_path: Path, *args: str):  # type: ignore[no-untyped-def]
 
 
 def test_sound_database_passes(db_path: Path) -> None:
-    worked(db_path)
+    write_worked_example(db_path)
     result = check(db_path)
     assert result.exit_code == 0
     assert result.output.strip() == "ok: all invariants hold"
@@ -54,7 +39,7 @@ TAMPERING = {
 
 @pytest.mark.parametrize("rule", sorted(TAMPERING))
 def test_tampering_is_reported(db_path: Path, rule: str) -> None:
-    worked(db_path)
+    write_worked_example(db_path)
     with sqlite3.connect(db_path) as conn:  # foreign keys off: a hand edit can break them
         conn.execute(TAMPERING[rule])
     result = check(db_path, "--json")
@@ -68,7 +53,7 @@ def test_tampering_is_reported(db_path: Path, rule: str) -> None:
 
 
 def test_foreign_key_breakage_is_reported_database_wide(db_path: Path) -> None:
-    worked(db_path)
+    write_worked_example(db_path)
     with sqlite3.connect(db_path) as conn:
         conn.execute("DELETE FROM compactions")
     result = check(db_path)
@@ -77,7 +62,7 @@ def test_foreign_key_breakage_is_reported_database_wide(db_path: Path) -> None:
 
 
 def test_check_of_unknown_session_exits_1(db_path: Path) -> None:
-    worked(db_path)
+    write_worked_example(db_path)
     result = check(db_path, "nope")
     assert result.exit_code == 1
     assert result.output.strip() == "Error: session 'nope' does not exist"

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from conftest import WORKED_FIFTH, WORKED_ITEMS, WORKED_LIMITS, WORKED_SUMMARY, fixed_summary
+from conftest import WORKED_FIFTH, WORKED_ITEMS, WORKED_SUMMARY, write_worked_example
 
 from memstore import MemoryLimits, MemoryStore, Priority, WordEstimator
 from memstore.cli import main
@@ -27,15 +27,6 @@ def cli(db: Path, *args: str, input: str | None = None) -> Result:
 def as_json(result: Result) -> Any:
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
-
-
-async def _worked(db: Path) -> None:
-    async with MemoryStore.open(db) as store:
-        memory = store.session(
-            "incident-42", limits=WORKED_LIMITS, estimator=WordEstimator(), summarizer=fixed_summary
-        )
-        for role, kind, priority, content in [*WORKED_ITEMS, WORKED_FIFTH]:
-            await memory.add(role, content, kind=kind, priority=priority)
 
 
 async def _long(db: Path, n: int = 400) -> None:
@@ -61,7 +52,7 @@ async def _long(db: Path, n: int = 400) -> None:
 
 @pytest.fixture
 def worked_db(db_path: Path) -> Path:
-    asyncio.run(_worked(db_path))
+    write_worked_example(db_path)
     return db_path
 
 
@@ -319,7 +310,7 @@ def test_expected_failures_are_one_line_without_traceback(tmp_path: Path) -> Non
     notdb = tmp_path / "notes.txt"
     notdb.write_text("hello")
     newer = tmp_path / "newer.db"
-    asyncio.run(_worked(newer))
+    write_worked_example(newer)
     with sqlite3.connect(newer) as conn:
         conn.execute("UPDATE alembic_version SET version_num = '9999'")
     cases = [

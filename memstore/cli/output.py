@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import click
 from rich.console import Console
+from rich.progress import Progress
 from rich.text import Text
 
 from memstore.store import MemoryStore
@@ -18,6 +19,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: Content previews in tables: enough to recognise an item, short enough for one row.
 PREVIEW_CHARS = 80
+#: Work over more items than this shows a progress bar (on a terminal, on stderr).
+PROGRESS_THRESHOLD = 2000
 
 
 def console(*, stderr: bool = False) -> Console:
@@ -61,3 +64,16 @@ def plain(text: str, full: bool = False) -> Text:
     """A preview as rich ``Text``: stored text is data, and a message holding ``[/bold]`` or
     ``[link=...]`` must print as itself, never be read as rich markup (or crash it)."""
     return Text(preview(text, full))
+
+
+def with_progress(items: Sequence[T], label: str) -> Iterator[T]:
+    """Yield ``items``, drawing a progress bar on stderr for long work on a terminal."""
+    err = console(stderr=True)
+    if len(items) < PROGRESS_THRESHOLD or not err.is_terminal:
+        yield from items
+        return
+    with Progress(console=err, transient=True) as progress:
+        task = progress.add_task(label, total=len(items))
+        for item in items:
+            yield item
+            progress.advance(task)

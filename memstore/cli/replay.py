@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Any
 
 import click
-from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
 from memstore.cli.inspect import items_table
-from memstore.cli.output import console, plain, preview, print_json, run_with_store
+from memstore.cli.output import (
+    console,
+    plain,
+    preview,
+    print_json,
+    run_with_store,
+    with_progress,
+)
 from memstore.errors import ValidationError
 from memstore.model import MemoryLimits, SessionHistory
 from memstore.replay import (
@@ -28,9 +33,6 @@ from memstore.replay import (
 from memstore.responses import build_input
 from memstore.summarizers import ExtractiveSummarizer
 from memstore.tokens import estimator_from_name
-
-#: Replays longer than this show a progress bar (on a terminal).
-PROGRESS_THRESHOLD = 2000
 
 
 def _event_json(event: ReplayEvent) -> dict[str, Any]:
@@ -50,23 +52,11 @@ def _event_json(event: ReplayEvent) -> dict[str, Any]:
     return out
 
 
-def _with_progress(events: list[ReplayEvent], label: str) -> Iterator[ReplayEvent]:
-    err = console(stderr=True)
-    if len(events) < PROGRESS_THRESHOLD or not err.is_terminal:
-        yield from events
-        return
-    with Progress(console=err, transient=True) as progress:
-        task = progress.add_task(label, total=len(events))
-        for event in events:
-            yield event
-            progress.advance(task)
-
-
 def _print_history(events: list[ReplayEvent]) -> None:
     table = Table(title="history (commit order)", title_justify="left")
     for name in ("version", "event", "detail", "tokens", "items"):
         table.add_column(name)
-    for event in _with_progress(events, "replaying"):
+    for event in with_progress(events, "replaying"):
         if event.item is not None:
             item = event.item
             detail = Text(f"+#{item.seq} {item.kind.value} {item.priority.name}: ")

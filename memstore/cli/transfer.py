@@ -7,27 +7,10 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 import click
-from rich.progress import Progress
 
-from memstore.cli.output import console, run_with_store
+from memstore.cli.output import run_with_store, with_progress
 from memstore.errors import ValidationError
 from memstore.store import MemoryStore
-
-#: Exports and imports longer than this show a progress bar (on a terminal).
-PROGRESS_THRESHOLD = 2000
-
-
-def _progress_lines(records: list[dict[str, Any]], label: str) -> list[str]:
-    err = console(stderr=True)
-    if len(records) < PROGRESS_THRESHOLD or not err.is_terminal:
-        return [json.dumps(r, ensure_ascii=False) for r in records]
-    lines: list[str] = []
-    with Progress(console=err, transient=True) as progress:
-        task = progress.add_task(label, total=len(records))
-        for record in records:
-            lines.append(json.dumps(record, ensure_ascii=False))
-            progress.advance(task)
-    return lines
 
 
 @click.command("export")
@@ -43,8 +26,8 @@ def _progress_lines(records: list[dict[str, Any]], label: str) -> list[str]:
 def export_session(ctx: click.Context, session_id: str, output: IO[str]) -> None:
     """Write every item, summary and report of SESSION as JSON Lines."""
     records = run_with_store(ctx, lambda store: store.export_session(session_id))
-    for line in _progress_lines(records, "exporting"):
-        output.write(line + "\n")
+    for record in with_progress(records, "exporting"):
+        output.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
 def _read_records(source: IO[str]) -> list[Any]:
