@@ -16,6 +16,8 @@ LIMITS = MemoryLimits(hard=10_000, target=30, keep_recent=1)
 async def store(any_store: MemoryStore) -> MemoryStore:
     """The protocol must hold on SQLite and on PostgreSQL alike."""
     return any_store
+
+
 count = WordEstimator().count
 
 
