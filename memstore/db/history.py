@@ -5,8 +5,14 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from memstore.db.engine import Database
-from memstore.db.reads import ITEM_COLUMNS, report_from_record, row_to_info, row_to_item
-from memstore.db.tables import compactions, items, sessions, summaries
+from memstore.db.reads import (
+    fetch_session_row,
+    items_query,
+    report_from_record,
+    row_to_info,
+    row_to_item,
+)
+from memstore.db.tables import compactions, summaries
 from memstore.errors import SessionNotFoundError
 from memstore.model import SessionHistory
 
@@ -18,15 +24,11 @@ async def load_history(db: Database, session_id: str) -> SessionHistory:
         SessionNotFoundError: no such session.
     """
     async with db.read() as conn:
-        row = (await conn.execute(select(sessions).where(sessions.c.id == session_id))).first()
+        row = await fetch_session_row(conn, session_id)
         if row is None:
             raise SessionNotFoundError(session_id)
-        all_items = [
-            row_to_item(r)
-            for r in await conn.execute(
-                select(*ITEM_COLUMNS).where(items.c.session_id == session_id).order_by(items.c.seq)
-            )
-        ]
+        query = items_query(session_id, active_only=False)
+        all_items = [row_to_item(r) for r in await conn.execute(query)]
         comp_rows = list(
             await conn.execute(
                 select(compactions)

@@ -77,12 +77,6 @@ def session_total(active_tokens: int, summary_tokens: int | None) -> int:
     )
 
 
-async def existing_estimator(conn: AsyncConnection, session_id: str) -> str | None:
-    return (
-        await conn.execute(select(sessions.c.estimator).where(sessions.c.id == session_id))
-    ).scalar_one_or_none()
-
-
 def row_to_info(row: Row[Any]) -> SessionInfo:
     """A ``sessions`` row as a :class:`SessionInfo`."""
     return SessionInfo(
@@ -102,6 +96,19 @@ def row_to_info(row: Row[Any]) -> SessionInfo:
     )
 
 
+async def fetch_session_row(conn: AsyncConnection, session_id: str) -> Row[Any] | None:
+    """The session's row within an open transaction (``None``: no such session)."""
+    return (await conn.execute(select(sessions).where(sessions.c.id == session_id))).first()
+
+
+def items_query(session_id: str, *, active_only: bool) -> Any:
+    """The session's items (or only the active ones, via the partial index), by seq."""
+    where = [items.c.session_id == session_id]
+    if active_only:
+        where.append(items.c.fate.is_(None))
+    return select(*ITEM_COLUMNS).where(*where).order_by(items.c.seq)
+
+
 async def session_info(db: Database, session_id: str) -> SessionInfo:
     """The session's header.
 
@@ -109,7 +116,7 @@ async def session_info(db: Database, session_id: str) -> SessionInfo:
         SessionNotFoundError: no such session.
     """
     async with db.read() as conn:
-        row = (await conn.execute(select(sessions).where(sessions.c.id == session_id))).first()
+        row = await fetch_session_row(conn, session_id)
     if row is None:
         raise SessionNotFoundError(session_id)
     return row_to_info(row)
@@ -122,21 +129,14 @@ async def session_infos(db: Database) -> list[SessionInfo]:
         return [row_to_info(row) for row in result]
 
 
-def _active_items_query(session_id: str) -> Any:
-    return (
-        select(*ITEM_COLUMNS)
-        .where(items.c.session_id == session_id, items.c.fate.is_(None))
-        .order_by(items.c.seq)
-    )
-
-
 async def snapshot(db: Database, session_id: str) -> Snapshot | None:
     """A consistent read of the session (``None`` if it does not exist yet)."""
     async with db.read() as conn:
-        row = (await conn.execute(select(sessions).where(sessions.c.id == session_id))).first()
+        row = await fetch_session_row(conn, session_id)
         if row is None:
             return None
-        active = [row_to_item(r) for r in await conn.execute(_active_items_query(session_id))]
+        query = items_query(session_id, active_only=True)
+        active = [row_to_item(r) for r in await conn.execute(query)]
     return Snapshot(
         session_id=session_id,
         version=row.version,
@@ -147,12 +147,6 @@ async def snapshot(db: Database, session_id: str) -> Snapshot | None:
         user_turns=row.user_turns,
         estimator=row.estimator,
     )
-
-
-async def estimator_of(db: Database, session_id: str) -> str | None:
-    """The estimator name recorded on the session (``None``: no such session)."""
-    async with db.read() as conn:
-        return await existing_estimator(conn, session_id)
 
 
 def report_from_record(record: Mapping[Any, Any], removed: Mapping[str, str]) -> CompactionReport:
@@ -213,13 +207,12 @@ async def reports(db: Database, session_id: str) -> list[CompactionReport]:
 async def active_items(db: Database, session_id: str) -> list[MemoryItem]:
     """The session's active items, oldest first."""
     async with db.read() as conn:
-        return [row_to_item(r) for r in await conn.execute(_active_items_query(session_id))]
+        query = items_query(session_id, active_only=True)
+        return [row_to_item(r) for r in await conn.execute(query)]
 
 
 async def all_items(db: Database, session_id: str) -> list[MemoryItem]:
     """Every item ever appended to the session (active and removed), by seq."""
     async with db.read() as conn:
-        result = await conn.execute(
-            select(*ITEM_COLUMNS).where(items.c.session_id == session_id).order_by(items.c.seq)
-        )
+        result = await conn.execute(items_query(session_id, active_only=False))
         return [row_to_item(r) for r in result]
