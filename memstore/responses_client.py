@@ -80,7 +80,8 @@ async def create_response(client: AsyncOpenAI, *, timeout: float, **request: Any
         raise ModelCallError(f"the model server did not answer within {timeout:g}s") from None
     except openai.APIConnectionError as error:
         raise ModelCallError(
-            f"cannot reach the model server at {client.base_url} ({one_line(error)})"
+            f"cannot reach the model server at {getattr(client, 'base_url', '?')} "
+            f"({one_line(error)})"
         ) from None
     except openai.APIStatusError as error:
         raise ModelCallError(

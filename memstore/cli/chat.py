@@ -259,16 +259,20 @@ def chat(
     validate_scope(scope)
     settings = ModelSettings.from_env(model=model)
     ui = ChatUI(console(), sys.stdin, interactive=sys.stdin.isatty())
-    asyncio.run(
-        run_chat(
-            ctx.find_root().obj,
-            session,
-            settings,
-            scope=scope,
-            summarizer_name=summarizer,
-            max_tool_rounds=max_tool_rounds,
-            timeout=timeout,
-            max_retries=max_retries,
-            ui=ui,
+    try:
+        asyncio.run(
+            run_chat(
+                ctx.find_root().obj,
+                session,
+                settings,
+                scope=scope,
+                summarizer_name=summarizer,
+                max_tool_rounds=max_tool_rounds,
+                timeout=timeout,
+                max_retries=max_retries,
+                ui=ui,
+            )
         )
-    )
+    except KeyboardInterrupt:  # Ctrl-C while the model thinks: leave quietly, like Ctrl-D
+        click.echo()
+        raise SystemExit(130) from None
