@@ -35,8 +35,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -53,18 +52,16 @@ from memstore.model import (
     MemoryLimits,
     MemoryRole,
     Priority,
-    parse_kind,
-    parse_priority,
 )
 from memstore.responses_client import add_usage, create_response, one_line, output_text, usage_of
 from memstore.session import SessionMemory
 from memstore.summarizers import Summarizer
 from memstore.tokens import TokenEstimator, estimator_from_name
+from memstore.tools import Tool, ToolCall, check_arguments, memory_tools
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-    from memstore.ltm import LongTermMemory
     from memstore.store import MemoryStore
 
 log = logging.getLogger("memstore.agent")
@@ -76,17 +73,6 @@ DEFAULT_MAX_TOOL_ROUNDS = 8
 DEFAULT_TIMEOUT_S = 60.0
 #: What a tool may send back to the model in one output; more is cut (and says so).
 MAX_TOOL_OUTPUT_CHARS = 20_000
-#: What working memory keeps of one tool call: the gist, not the whole file or log.
-MAX_RECORD_CHARS = 2_000
-_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_JSON_TYPES: Mapping[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "array": (list,),
-    "object": (dict,),
-}
 
 DEFAULT_INSTRUCTIONS = """\
 You are a helpful assistant with a persistent, bounded memory.
@@ -97,77 +83,6 @@ long-term entries saved in earlier sessions, and labelled records of tool calls
 When the user states a lasting preference or a fact worth keeping across sessions, save it
 with remember(key, value), using a short snake_case key; use recall(key) to read one back.
 Follow the saved preferences. Answer concisely."""
-
-ToolHandler = Callable[..., Awaitable[Any]]
-
-
-@dataclass(frozen=True)
-class Tool:
-    """A function tool: what the model is told, and the coroutine that runs it.
-
-    Attributes:
-        name: 1-64 letters, digits, ``_`` or ``-``.
-        description: What it does, for the model.
-        parameters: JSON schema of the arguments (an ``object`` schema).
-        handler: ``async def handler(**arguments) -> str | JSON value``.
-        record_as: ``TOOL_OBSERVATION`` (it reads) or ``DECISION`` (it changes something).
-        priority: Priority of its record in working memory.
-    """
-
-    name: str
-    description: str
-    parameters: Mapping[str, Any]
-    handler: ToolHandler
-    record_as: MemoryKind = MemoryKind.TOOL_OBSERVATION
-    priority: Priority = Priority.NORMAL
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not _TOOL_NAME.fullmatch(self.name):
-            raise ConfigurationError(
-                "name", f"tool names are 1-64 of [A-Za-z0-9_-], got {self.name!r}"
-            )
-        if not isinstance(self.parameters, Mapping) or self.parameters.get("type") != "object":
-            raise ConfigurationError("parameters", f"tool {self.name}: must be an object schema")
-        if not callable(self.handler):
-            raise ConfigurationError("handler", f"tool {self.name}: must be an async callable")
-        kind = parse_kind(self.record_as)
-        if kind not in (MemoryKind.TOOL_OBSERVATION, MemoryKind.DECISION):
-            raise ConfigurationError("record_as", "must be TOOL_OBSERVATION or DECISION")
-        object.__setattr__(self, "record_as", kind)
-        object.__setattr__(self, "priority", parse_priority(self.priority))
-
-    def definition(self) -> dict[str, Any]:
-        """The Responses API function-tool definition."""
-        return {
-            "type": "function",
-            "name": self.name,
-            "description": self.description,
-            "parameters": dict(self.parameters),
-            "strict": False,
-        }
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One executed tool call.
-
-    Attributes:
-        name: The tool the model asked for.
-        arguments: The parsed arguments (``{}`` when they were not a JSON object).
-        output: What the model was sent back.
-        ok: ``False`` when the call failed (unknown tool, bad arguments, the handler raised).
-    """
-
-    name: str
-    arguments: Mapping[str, Any]
-    output: str
-    ok: bool = True
-
-    def record(self) -> str:
-        """The working-memory text: ``name(arguments) -> output``, clipped."""
-        args = json.dumps(dict(self.arguments), ensure_ascii=False, separators=(", ", ": "))
-        text = f"{self.name}({args[1:-1]}) -> {self.output}"
-        return text if len(text) <= MAX_RECORD_CHARS else text[: MAX_RECORD_CHARS - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -188,78 +103,6 @@ class TurnResult:
 
 
 ToolObserver = Callable[[ToolCall], Any]
-
-
-def memory_tools(ltm: LongTermMemory, scope: str) -> list[Tool]:
-    """``remember(key, value)`` and ``recall(key)`` over one long-term ``scope``."""
-
-    async def remember(key: str, value: str) -> str:
-        entry = await ltm.set(key, value, scope=scope)
-        return f"saved {key!r} in {scope} (version {entry.version})"
-
-    async def recall(key: str) -> str:
-        entry = await ltm.get(key, scope=scope)
-        if entry is None:
-            return f"nothing saved under {key!r} in {scope}"
-        return json.dumps(
-            {"key": entry.key, "value": entry.value, "version": entry.version},
-            ensure_ascii=False,
-        )
-
-    key_schema = {"type": "string", "description": "A short snake_case key, e.g. test_framework."}
-    return [
-        Tool(
-            "remember",
-            "Save a lasting preference or fact in long-term memory (it outlives this session "
-            "and appears under Relevant memories). Overwrites the key's previous value.",
-            {
-                "type": "object",
-                "properties": {
-                    "key": key_schema,
-                    "value": {"type": "string", "description": "What to remember, one sentence."},
-                },
-                "required": ["key", "value"],
-                "additionalProperties": False,
-            },
-            remember,
-            record_as=MemoryKind.DECISION,
-        ),
-        Tool(
-            "recall",
-            "Read one long-term memory by its key.",
-            {
-                "type": "object",
-                "properties": {"key": key_schema},
-                "required": ["key"],
-                "additionalProperties": False,
-            },
-            recall,
-            priority=Priority.LOW,
-        ),
-    ]
-
-
-def check_arguments(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> str | None:
-    """A light check of ``arguments`` against an object schema: what is wrong, or ``None``.
-
-    Required keys, unexpected keys (when ``additionalProperties`` is false) and the JSON
-    type of each known property; enough to answer a model's slip with a useful message.
-    """
-    properties: Mapping[str, Any] = schema.get("properties") or {}
-    missing = [name for name in schema.get("required", ()) if name not in arguments]
-    if missing:
-        return f"missing argument(s): {', '.join(missing)}"
-    if schema.get("additionalProperties") is False:
-        extra = sorted(set(arguments) - set(properties))
-        if extra:
-            return f"unexpected argument(s): {', '.join(extra)}"
-    for name, value in arguments.items():
-        wanted = properties.get(name, {}).get("type")
-        types = _JSON_TYPES.get(wanted) if isinstance(wanted, str) else None
-        bad_bool = isinstance(value, bool) and wanted in ("integer", "number")
-        if types is not None and (not isinstance(value, types) or bad_bool):
-            return f"argument {name!r} must be of type {wanted}"
-    return None
 
 
 class Agent:
@@ -514,4 +357,4 @@ __all__ = [
     "TurnResult",
     "check_arguments",
     "memory_tools",
-]
+]  # Tool, ToolCall, check_arguments and memory_tools live in memstore.tools
