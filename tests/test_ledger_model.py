@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+from conftest import POSTGRES_URL, reset_postgres
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -45,11 +47,18 @@ class Pending:
 
 
 class LedgerMachine(RuleBasedStateMachine):
+    #: Where the ledger lives: a fresh SQLite file per example (see LedgerMachinePostgres).
+    postgres = False
+
     def __init__(self) -> None:
         super().__init__()
         self.dir = Path(tempfile.mkdtemp(prefix="memstore-ledger-"))
         self.loop = asyncio.new_event_loop()
-        self.store = self.run(MemoryStore.open(self.dir / "ledger.db"))
+        if self.postgres:
+            assert POSTGRES_URL is not None
+            self.run(reset_postgres(POSTGRES_URL))
+        self.url = POSTGRES_URL if self.postgres else str(self.dir / "ledger.db")
+        self.store = self.run(MemoryStore.open(self.url))
         self.memory = self.store.session("s", limits=LIMITS, estimator=WordEstimator())
         # The model.
         self.active: list[str] = []  # item ids, oldest first
@@ -167,7 +176,7 @@ class LedgerMachine(RuleBasedStateMachine):
     @rule()
     def reopen(self) -> None:
         self.run(self.store.close())
-        self.store = self.run(MemoryStore.open(self.dir / "ledger.db"))
+        self.store = self.run(MemoryStore.open(self.url))
         self.memory = self.store.session("s", limits=LIMITS, estimator=WordEstimator())
 
     # -- what must always hold -------------------------------------------------------------
@@ -197,3 +206,22 @@ LedgerMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 TestLedger = LedgerMachine.TestCase
+
+
+class LedgerMachinePostgres(LedgerMachine):
+    """The same machine on PostgreSQL: the protocol must hold under READ COMMITTED too."""
+
+    postgres = True
+
+
+LedgerMachinePostgres.TestCase.settings = settings(
+    max_examples=15,
+    stateful_step_count=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+@pytest.mark.skipif(not POSTGRES_URL, reason="PostgreSQL variant: set MEMSTORE_TEST_POSTGRES_URL")
+class TestLedgerPostgres(LedgerMachinePostgres.TestCase):  # type: ignore[misc,valid-type]
+    pass

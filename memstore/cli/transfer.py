@@ -32,7 +32,8 @@ def export_session(ctx: click.Context, session_id: str, output: IO[str]) -> None
 
 def _read_records(source: IO[str]) -> list[Any]:
     records = []
-    for number, line in enumerate(source, 1):
+    lines = source.readlines()
+    for number, line in with_progress(list(enumerate(lines, 1)), "reading"):
         if not line.strip():
             continue
         try:
