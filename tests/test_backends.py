@@ -18,6 +18,7 @@ from conftest import (
 
 from memstore import (
     LockTimeoutError,
+    MemoryLimits,
     MemoryStore,
     SchemaTooNewError,
     Settings,
@@ -143,3 +144,26 @@ async def test_psycopg_driver_runs_the_same_store(postgres_url: str) -> None:
         async with write_lock_held(backend_url):
             with pytest.raises(LockTimeoutError):
                 await memory.add("user", "blocked by another writer")
+
+
+async def test_long_session_replays_prunes_and_purges(any_store: MemoryStore) -> None:
+    from memstore.replay import verify
+
+    memory = any_store.session(
+        "long", estimator=WordEstimator(), limits=MemoryLimits(hard=120, target=80, keep_recent=2)
+    )
+    for i in range(120):
+        kind = ("user", "assistant", "tool")[i % 3]
+        await memory.add(kind, f"{i}: " + "word " * (i % 9 + 2), priority=("LOW", "NORMAL")[i % 2])
+    reports = await memory.reports()
+    assert len(reports) >= 10
+    assert verify(await any_store.history("long")) == []
+    cut = reports[len(reports) // 2].committed_version
+    before = [i.id for i in await memory.items()]
+    pruned, items = await any_store.prune("long", before_version=cut)
+    assert pruned == len(reports) // 2 and items > 0
+    assert [i.id for i in await memory.items()] == before
+    assert verify(await any_store.history("long")) == []
+    assert await any_store.check() == []
+    assert await any_store.purge("long") > 0
+    assert await any_store.sessions() == []
