@@ -118,7 +118,7 @@ class MemoryStore:
         """A handle on one session; the session is created by its first append.
 
         Args:
-            session_id: 1-128 characters of letters, digits and ``._:@/-``.
+            session_id: 1-128 characters of letters, digits and ``._:@-`` (no ``/``).
             limits: Token limits; :meth:`MemoryLimits.from_env` by default.
             estimator: Token counter; :class:`TiktokenEstimator` (o200k_base) by default.
             summarizer: Phase 2's summarizer; :class:`ExtractiveSummarizer` by default.

@@ -390,3 +390,27 @@ def test_input_with_long_term_scopes(db_path: Path) -> None:
     assert len(scoped) == len(plain) + 1
     memories = [m for m in scoped if "test_framework" in m["content"]]
     assert len(memories) == 1 and memories[0]["role"] == "developer"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "named"),
+    [
+        ("id", "../../etc x", "session_id"),
+        ("content", "bad\x00content", "content"),
+        ("role", "wizard", "role"),
+        ("priority", True, "priority"),
+        ("seq", "7", "seq"),
+    ],
+)
+def test_import_validates_like_the_api_and_writes_nothing(
+    long_db: Path, tmp_path: Path, field: str, value: object, named: str
+) -> None:
+    records = [json.loads(line) for line in cli(long_db, "export", "long").stdout.splitlines()]
+    target = records[0] if field == "id" else next(r for r in records if r["type"] == "item")
+    target[field] = value
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    copy = tmp_path / "copy.db"
+    result = cli(copy, "import", str(bad))
+    assert result.exit_code == 1 and named in result.output
+    assert as_json(cli(copy, "sessions", "--json")) == []

@@ -66,3 +66,53 @@ async def test_writer_restarts_after_close_and_in_a_new_loop(db_path: Path) -> N
         again = reopened.session("g", estimator=WordEstimator(), limits=LIMITS)
         await again.add("user", "after reopen")
         assert [i.content for i in await again.items()] == ["before close", "after reopen"]
+
+
+def test_a_caller_whose_loop_closed_does_not_kill_the_writer(db_path: Path) -> None:
+    async def opened() -> MemoryStore:
+        return await MemoryStore.open(db_path)
+
+    store = asyncio.run(opened())
+    memory = store.session("g", estimator=WordEstimator(), limits=LIMITS)
+
+    async def impatient() -> None:
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(memory.add("user", "hello " * 10), timeout=0.00001)
+
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(impatient())
+    loop.close()  # the writer may answer after this: nobody is listening any more
+
+    async def later() -> list[str]:
+        await asyncio.wait_for(memory.add("user", "second"), timeout=10)
+        contents = [i.content for i in await memory.items()]
+        await store.close()
+        return contents
+
+    assert asyncio.run(later())[-1] == "second"
+
+
+async def test_writes_after_close_are_refused_not_stranded(db_path: Path) -> None:
+    from memstore import StorageError
+
+    store = await MemoryStore.open(db_path)
+    memory = store.session("g", estimator=WordEstimator(), limits=LIMITS)
+    pending = [asyncio.ensure_future(memory.add("user", f"m {i}")) for i in range(50)]
+    await asyncio.sleep(0)
+    closing = asyncio.ensure_future(store.close())
+    with pytest.raises(StorageError, match="closed"):
+        await asyncio.wait_for(memory.add("user", "too late"), timeout=10)
+    await closing
+    outcomes = await asyncio.wait_for(asyncio.gather(*pending, return_exceptions=True), 10)
+    # Every queued write was answered: committed, or refused because the store was closing.
+    assert all(not isinstance(o, BaseException) or isinstance(o, StorageError) for o in outcomes)
+
+
+def test_classified_errors_never_quote_driver_text() -> None:
+    from memstore.db.errors import classify
+
+    class DataError(Exception):
+        sqlstate = "22P02"
+
+    error = classify(DataError("invalid input for query argument $7: {'api_key': 'sk-SECRET'}"))
+    assert "SECRET" not in str(error) and "22P02" in str(error)

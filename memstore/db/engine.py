@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import os
 import sqlite3
+import threading
 import time
 import weakref
 from collections.abc import AsyncIterator
@@ -205,7 +206,9 @@ class Database:
         settings: Timeouts and SQLite durability.
     """
 
-    def __init__(self, engine: AsyncEngine, settings: Settings) -> None:
+    def __init__(
+        self, engine: AsyncEngine, settings: Settings, *, sqlite_file: Path | None = None
+    ) -> None:
         self.engine = engine
         self.settings = settings
         self.dialect = engine.dialect.name
@@ -214,8 +217,12 @@ class Database:
         _install_fork_guard(engine)
         _LIVE_ENGINES.add(engine)
         self._writer = engine.execution_options(**{_WRITE: True})
-        self._sqlite_file = sqlite_path(engine.url.render_as_string(hide_password=False))
+        # The writer thread opens the file itself, with memstore's settings: it is used only
+        # for databases memstore opened (an injected engine keeps its own connect options).
+        self._sqlite_file = sqlite_file if self.dialect == "sqlite" else None
         self._writer_thread: SqliteWriter | None = None
+        self._writer_lock = threading.Lock()
+        self._closed = False
         # PostgreSQL's default READ COMMITTED takes a new snapshot per statement; a read of the
         # session row and then its items must see one moment, so reads use REPEATABLE READ
         # (read-only transactions never fail with serialization errors there).
@@ -226,13 +233,20 @@ class Database:
         )
 
     def writer(self) -> SqliteWriter | None:
-        """The SQLite write fast path of this process (``None`` on other backends)."""
+        """The SQLite write fast path of this process (``None`` on other backends).
+
+        Raises:
+            StorageError: the database was closed.
+        """
         if self._sqlite_file is None:
             return None
+        if self._closed:
+            raise StorageError("the store is closed")
         from memstore.db.sqlite_writer import writer_for  # it imports this module
 
-        self._writer_thread = writer_for(self._sqlite_file, self.settings, self._writer_thread)
-        return self._writer_thread
+        with self._writer_lock:  # two threads must not each start a writer
+            self._writer_thread = writer_for(self._sqlite_file, self.settings, self._writer_thread)
+            return self._writer_thread
 
     @property
     def url(self) -> str:
@@ -254,7 +268,8 @@ class Database:
                 yield conn
 
     async def close(self) -> None:
-        """Finish queued appends, then close every connection."""
+        """Finish queued writes, then close every connection; later writes are refused."""
+        self._closed = True
         if self._writer_thread is not None:
             await asyncio.get_running_loop().run_in_executor(None, self._writer_thread.close)
             self._writer_thread = None
@@ -264,7 +279,9 @@ class Database:
 
 def create_engine_for(url: str, settings: Settings) -> AsyncEngine:
     """An :class:`AsyncEngine` configured for memstore's access pattern."""
-    kwargs: dict[str, Any] = {}
+    # Statement parameters hold stored content: keep them out of exception text (and so out
+    # of tracebacks and logs), whatever a caller does with a chained cause.
+    kwargs: dict[str, Any] = {"hide_parameters": True}
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         kwargs["connect_args"] = {"timeout": settings.busy_timeout_s}
@@ -302,4 +319,4 @@ def open_database(
     if path is not None:
         prepare_sqlite_file(path, create=create)
         enable_wal(path, settings.busy_timeout_s)
-    return Database(create_engine_for(url, settings), settings)
+    return Database(create_engine_for(url, settings), settings, sqlite_file=path)

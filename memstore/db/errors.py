@@ -1,8 +1,10 @@
 """Driver errors -> memstore errors, at the boundary (one place, one table).
 
-SQLAlchemy wraps the driver's exception; its text includes the SQL statement and, on
-PostgreSQL, row values, so messages are rebuilt from the classification alone: a stored
-message's content never leaks into an error message or a log line.
+SQLAlchemy wraps the driver's exception; its text includes the SQL statement and a driver's
+own text can quote a value (asyncpg: "invalid input for query argument $7: ..."). So messages
+are rebuilt from the classification alone (kind, driver type, SQLSTATE), and engines are
+created with ``hide_parameters=True`` so that even the chained cause, printed in a
+traceback, carries no stored content.
 """
 
 from __future__ import annotations
@@ -67,11 +69,12 @@ def classify(error: BaseException) -> StorageError:
     for needle, kind, text in _SQLITE_PATTERNS:
         if needle in message:
             return kind(text)
-    if isinstance(error, sa_exc.IntegrityError):
+    if isinstance(error, sa_exc.IntegrityError) or "integrity" in type(orig).__name__.lower():
         return StorageError("a database constraint was violated")
-    # First line only, type name first: enough to diagnose, no statement, no values.
-    first_line = str(orig).splitlines()[0][:200] if str(orig) else ""
-    return StorageError(f"database error ({type(orig).__name__}): {first_line}")
+    # The type and the SQLSTATE only: a driver's text can quote the value it choked on
+    # (asyncpg's "invalid input for query argument $7: ..."), and values are stored content.
+    suffix = f", SQLSTATE {state}" if state else ""
+    return StorageError(f"database error ({type(orig).__name__}{suffix})")
 
 
 @contextmanager

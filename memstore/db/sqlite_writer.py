@@ -16,6 +16,7 @@ its write durable: one fsync per batch instead of one per write, with the same g
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import queue
 import sqlite3
@@ -29,6 +30,7 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from memstore.config import Settings
 from memstore.db.errors import classify, translate_errors
 from memstore.db.steps import Params, Statement, StepResult, StepsFactory, T
+from memstore.errors import StorageError
 
 #: Writes committed together at most: bounds one transaction's lock time and memory.
 MAX_BATCH = 256
@@ -40,6 +42,16 @@ class _Job:
     factory: StepsFactory[Any]
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[Any]
+
+
+def _answer(job: _Job, outcome: Any, failed: bool) -> None:
+    """Hand the outcome to the caller's loop; a loop closed meanwhile has no one to tell.
+
+    The thread must survive that (the write itself stands, committed or rolled back): a
+    writer that died here would leave every later caller waiting forever.
+    """
+    with contextlib.suppress(RuntimeError):  # "Event loop is closed"
+        job.loop.call_soon_threadsafe(_deliver, job.future, outcome, failed)
 
 
 def _deliver(future: asyncio.Future[Any], outcome: Any, failed: bool) -> None:
@@ -58,6 +70,7 @@ class _Compiled:
     sql: str
     order: tuple[str, ...]
     defaults: tuple[Any, ...]
+    required: tuple[bool, ...]
     processors: tuple[Any, ...]
 
     @classmethod
@@ -71,13 +84,21 @@ class _Compiled:
             compiled.string,
             order,
             tuple(bind.value for bind in binds),  # literals such as the 1 of "version + 1"
+            tuple(bool(bind.required) for bind in binds),
             tuple(bind.type.bind_processor(_DIALECT) for bind in binds),
         )
 
     def values(self, params: dict[str, Any]) -> tuple[Any, ...]:
         out = []
-        for name, default, process in zip(self.order, self.defaults, self.processors, strict=True):
-            value = params.get(name, default)
+        for name, default, required, process in zip(
+            self.order, self.defaults, self.required, self.processors, strict=True
+        ):
+            if name in params:
+                value = params[name]
+            elif required:  # as SQLAlchemy would: a missing value is a bug, never a NULL
+                raise KeyError(f"no value for bind parameter {name!r}")
+            else:
+                value = default
             out.append(value if process is None or value is None else process(value))
         return tuple(out)
 
@@ -94,20 +115,38 @@ class SqliteWriter:
         self._path = path
         self._settings = settings
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._closed = False
         self._thread = threading.Thread(target=self._loop, name="memstore-writer", daemon=True)
         self._thread.start()
 
     async def run(self, factory: StepsFactory[T]) -> T:
-        """Queue a write and wait until the transaction holding it has committed."""
+        """Queue a write and wait until the transaction holding it has committed.
+
+        Raises:
+            StorageError: the writer was closed (the store is closing or closed).
+        """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._jobs.put(_Job(factory, loop, future))
+        with self._lock:  # no job may slip in behind the stop signal
+            if self._closed:
+                raise StorageError("the store is closed")
+            self._jobs.put(_Job(factory, loop, future))
         return await future
 
+    @property
+    def usable(self) -> bool:
+        """True while this process's writer thread runs and accepts work."""
+        return not self._closed and self._thread.is_alive() and self.pid == os.getpid()
+
     def close(self) -> None:
-        """Finish queued writes, then stop the thread and close the connection."""
-        if self._thread.is_alive() and self.pid == os.getpid():
+        """Finish the writes queued so far, then stop the thread and close the connection."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
             self._jobs.put(None)
+        if self._thread.is_alive() and self.pid == os.getpid():
             self._thread.join()
 
     # -- the writer thread -----------------------------------------------------------------
@@ -154,7 +193,7 @@ class SqliteWriter:
             except BaseException as error:  # BEGIN or COMMIT failed: every caller hears it
                 outcomes = [(error, True)] * len(batch)
             for job, (outcome, failed) in zip(batch, outcomes, strict=True):
-                job.loop.call_soon_threadsafe(_deliver, job.future, outcome, failed)
+                _answer(job, outcome, failed)
         if conn is not None:
             conn.close()
 
@@ -218,7 +257,7 @@ class SqliteWriter:
 
 
 def writer_for(path: Path, settings: Settings, current: SqliteWriter | None) -> SqliteWriter:
-    """``current`` if it belongs to this process, else a new writer (e.g. after fork)."""
-    if current is not None and current.pid == os.getpid():
+    """``current`` if it is usable here, else a new writer (after fork, or a dead thread)."""
+    if current is not None and current.usable:
         return current
     return SqliteWriter(path, settings)

@@ -59,12 +59,13 @@ async def run_steps(db: Database, factory: StepsFactory[T]) -> T:
         return await writer.run(factory)
     steps = factory(db.dialect)
     async with db.write() as conn:
-        statement, params = next(steps)
+        sent: StepResult | None = None
         while True:
-            result = await conn.execute(statement, params)
-            rows = [dict(row) for row in result.mappings()] if result.returns_rows else []
-            try:
-                statement, params = steps.send(StepResult(rows, max(result.rowcount, 0)))
+            try:  # a StopIteration must not escape into the coroutine (PEP 479)
+                statement, params = next(steps) if sent is None else steps.send(sent)
             except StopIteration as done:
                 outcome: T = done.value
                 return outcome
+            result = await conn.execute(statement, params)
+            rows = [dict(row) for row in result.mappings()] if result.returns_rows else []
+            sent = StepResult(rows, max(result.rowcount, 0))

@@ -11,11 +11,15 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table, insert, select
+from sqlalchemy import JSON, Table, insert, select
 
+from memstore.config import DEFAULT_MAX_ITEM_BYTES
 from memstore.db.engine import Database
 from memstore.db.tables import UTCDateTime, compactions, items, sessions, summaries
 from memstore.errors import ConflictError, SessionNotFoundError, ValidationError
+from memstore.model import Fate, check_kind_role, parse_kind, parse_priority, parse_role
+from memstore.tokens import RecordedEstimator
+from memstore.validation import validate_idempotency_key, validate_session_id, validate_text
 
 EXPORT_FORMAT = 1
 #: Lease columns describe who is compacting *here, now*; they never travel.
@@ -70,6 +74,39 @@ async def export_records(db: Database, session_id: str) -> list[dict[str, Any]]:
     return out
 
 
+def _check_value(column: Any, value: Any, field: str) -> Any:
+    """A record value checked against its column's type (an import is untrusted input)."""
+    if value is None:
+        if not column.nullable:
+            raise ValidationError(field, "must not be null")
+        return None
+    if isinstance(column.type, UTCDateTime):
+        try:
+            moment = datetime.fromisoformat(value)
+        except (TypeError, ValueError):
+            raise ValidationError(field, "is not an ISO 8601 time") from None
+        if moment.tzinfo is None:
+            raise ValidationError(field, "needs a time zone")
+        return moment
+    python_type = (
+        getattr(column.type, "python_type", None) if not isinstance(column.type, JSON) else None
+    )
+    if python_type is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ValidationError(field, "must be an integer")
+    if python_type is float and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise ValidationError(field, "must be a number")
+    if python_type is str:
+        if not isinstance(value, str):
+            raise ValidationError(field, "must be text")
+        if "\x00" in value:
+            raise ValidationError(field, "must not contain NUL characters")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError(field, "contains a lone surrogate") from None
+    return value
+
+
 def _from_json(table: Table, record: Mapping[str, Any], where: str) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for column in table.columns:
@@ -83,14 +120,23 @@ def _from_json(table: Table, record: Mapping[str, Any], where: str) -> dict[str,
             if column.nullable or column.server_default is not None:
                 continue
             raise ValidationError(f"{where}.{name}", "is missing")
-        value = record[name]
-        if value is not None and isinstance(column.type, UTCDateTime):
-            try:
-                value = datetime.fromisoformat(value)
-            except (TypeError, ValueError):
-                raise ValidationError(f"{where}.{name}", "is not an ISO 8601 time") from None
-        values[name] = value
+        values[name] = _check_value(column, record[name], f"{where}.{name}")
     return values
+
+
+def _check_semantics(kind: str, values: dict[str, Any], where: str) -> None:
+    """The rules the API enforces on the way in, enforced on an import too."""
+    if kind == "session":
+        validate_session_id(values["id"])
+        RecordedEstimator(values["estimator"])  # a known estimator name
+    elif kind == "item":
+        role, item_kind = parse_role(values["role"]), parse_kind(values["kind"])
+        check_kind_role(item_kind, role)
+        parse_priority(values["priority"])
+        validate_text(f"{where}.content", values["content"], max_bytes=DEFAULT_MAX_ITEM_BYTES)
+        validate_idempotency_key(values.get("idempotency_key"))
+        if values.get("fate") not in (None, *(fate.value for fate in Fate)):
+            raise ValidationError(f"{where}.fate", f"unknown fate {values.get('fate')!r}")
 
 
 def parse_records(
@@ -121,6 +167,7 @@ def parse_records(
         elif kind == "session":
             raise ValidationError(where, "an export holds exactly one session")
         values = _from_json(TABLES[kind], record, where)
+        _check_semantics(kind, values, where)
         if kind != "session" and values.get("session_id") != session_id:
             raise ValidationError(f"{where}.session_id", "belongs to another session")
         rows.append((TABLES[kind], values))
