@@ -63,10 +63,15 @@ class AppendResult:
 
 
 class Duplicate(Exception):
-    """The key was already used for the same item: roll back, answer with the stored one."""
+    """The key was already used for the same item: roll back, answer with the stored one.
 
-    def __init__(self, item: MemoryItem) -> None:
-        self.item = item
+    Attributes:
+        result: What the caller gets: the stored item and the session's total as it stands
+            (this append's own bump is rolled back with it).
+    """
+
+    def __init__(self, result: AppendResult) -> None:
+        self.result = result
 
 
 # -- the statements (bound parameters only; built once) ------------------------------------
@@ -94,9 +99,6 @@ BUMP = (
     )
 )
 ESTIMATOR = select(sessions.c.estimator).where(sessions.c.id == bindparam("sid"))
-TOTALS = select(sessions.c.active_tokens, sessions.c.summary_tokens).where(
-    sessions.c.id == bindparam("sid")
-)
 BY_KEY = select(*ITEM_COLUMNS).where(
     items.c.session_id == bindparam("sid"), items.c.idempotency_key == bindparam("key")
 )
@@ -176,7 +178,9 @@ def append_steps(
                 new.content, new.kind, new.role, new.priority,
             ):  # fmt: skip
                 raise IdempotencyConflictError(session_id, new.idempotency_key)
-            raise Duplicate(stored)
+            before = row["active_tokens"] - bump["cost"]  # the rollback undoes our bump
+            total = session_total(before, row["summary_tokens"])
+            raise Duplicate(AppendResult(stored, total, 0, duplicate=True))
     item = MemoryItem(
         id=str(uuid.uuid4()),
         session_id=session_id,
@@ -231,11 +235,4 @@ async def append(
             db, lambda dialect: append_steps(dialect, session_id, estimator, limits, new)
         )
     except Duplicate as duplicate:  # raised inside the transaction: it rolled back
-        return await _duplicate_result(db, session_id, duplicate.item)
-
-
-async def _duplicate_result(db: Database, session_id: str, item: MemoryItem) -> AppendResult:
-    async with db.read() as conn:
-        row = (await conn.execute(TOTALS, {"sid": session_id})).mappings().one()
-    total = session_total(row["active_tokens"], row["summary_tokens"])
-    return AppendResult(item, total, 0, duplicate=True)
+        return duplicate.result
