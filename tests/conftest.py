@@ -13,12 +13,15 @@ import contextlib
 import os
 import socket
 import sqlite3
+import uuid
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from memstore import MemoryLimits, MemoryStore, WordEstimator
+from memstore import MemoryKind, MemoryLimits, MemoryStore, Priority, WordEstimator
+from memstore.model import DEFAULT_KIND, MemoryItem
 
 _real_connect = socket.socket.connect
 
@@ -141,6 +144,27 @@ WORKED_FIFTH = (
     "NORMAL",
     "Also verify whether fraud-service is contributing to the payment delay.",
 )
+
+
+def make_item(
+    content: str,
+    kind: MemoryKind = MemoryKind.USER_MESSAGE,
+    priority: Priority = Priority.NORMAL,
+    seq: int = 1,
+) -> MemoryItem:
+    """A MemoryItem for pure-policy tests (the role follows the kind; tokens = words)."""
+    role = next(r for r, k in DEFAULT_KIND.items() if k is kind)
+    return MemoryItem(
+        id=str(uuid.uuid4()),
+        session_id="s",
+        seq=seq,
+        role=role,
+        kind=kind,
+        priority=priority,
+        content=content,
+        timestamp=datetime.now(UTC),
+        estimated_tokens=len(content.split()),
+    )
 
 
 async def fixed_summary(previous: str | None, items: object) -> str:

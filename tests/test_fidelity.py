@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 
+from conftest import make_item
+
 from memstore import ExtractiveSummarizer, MemoryKind, Priority, WordEstimator
-from memstore.model import DEFAULT_KIND, MemoryItem
+from memstore.model import MemoryItem
 from memstore.summarizers import parse_summary
 
 ROOT = Path(__file__).resolve().parent.parent
-_ROLE = {kind: role for role, kind in DEFAULT_KIND.items()}
 
 
 def load_benchmark() -> ModuleType:
@@ -62,17 +61,7 @@ def item(
     priority: Priority = Priority.NORMAL,
     seq: int = 1,
 ) -> MemoryItem:
-    return MemoryItem(
-        id=str(uuid.uuid4()),
-        session_id="s",
-        seq=seq,
-        role=_ROLE[kind],
-        kind=kind,
-        priority=priority,
-        content=text,
-        timestamp=datetime.now(UTC),
-        estimated_tokens=len(text.split()),
-    )
+    return make_item(text, kind, priority, seq)
 
 
 def summarize(*items: MemoryItem, previous: str | None = None, budget: int = 400) -> str:

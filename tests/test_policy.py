@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import uuid
-from datetime import UTC, datetime
-
 import pytest
+from conftest import make_item
 
 from memstore import MemoryKind, MemoryLimits, MemoryRole, Priority, WordEstimator
-from memstore.model import DEFAULT_KIND, MemoryItem
+from memstore.model import MemoryItem
 from memstore.policy import (
     Snapshot,
     bounded_view,
@@ -20,7 +18,6 @@ from memstore.policy import (
 )
 
 count = WordEstimator().count
-_ROLE = {kind: role for role, kind in DEFAULT_KIND.items()}
 
 
 def item(
@@ -29,17 +26,7 @@ def item(
     kind: MemoryKind = MemoryKind.USER_MESSAGE,
     priority: Priority = Priority.NORMAL,
 ) -> MemoryItem:
-    return MemoryItem(
-        id=str(uuid.uuid4()),
-        session_id="s",
-        seq=seq,
-        role=_ROLE[kind],
-        kind=kind,
-        priority=priority,
-        content=" ".join(f"w{seq}" for _ in range(words)),
-        timestamp=datetime.now(UTC),
-        estimated_tokens=words,
-    )
+    return make_item(" ".join(f"w{seq}" for _ in range(words)), kind, priority, seq)
 
 
 def snap(items: list[MemoryItem], summary: str | None = None) -> Snapshot:
