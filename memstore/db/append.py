@@ -153,10 +153,12 @@ def append_steps(
     row = (yield BUMP, bump).first()
     if row is None:
         existing = (yield ESTIMATOR, {"sid": session_id}).first()
-        if existing is not None:
+        if existing is not None and existing["estimator"] != estimator:
             raise EstimatorMismatchError(
                 session_id, expected=existing["estimator"], actual=estimator
             )
+        # No session, or (PostgreSQL, READ COMMITTED) one committed by another worker between
+        # the two reads above: create it if it is still missing, then bump again.
         yield create_session(dialect), {
             "id": session_id, "version": 0, "estimator": estimator, "last_seq": 0,
             "active_items": 0, "active_tokens": 0, "user_turns": 0, "compaction_count": 0,
