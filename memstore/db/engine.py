@@ -32,14 +32,14 @@ import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from sqlalchemy import event, exc
-from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy import create_engine, event, exc
+from sqlalchemy.engine import Engine, make_url
 
 from memstore.config import Settings
 from memstore.db.errors import translate_errors
+from memstore.db.threaded import ThreadedEngine
 from memstore.errors import (
     DatabaseMissingError,
     LockTimeoutError,
@@ -50,7 +50,27 @@ from memstore.errors import (
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
     from memstore.db.sqlite_writer import SqliteWriter
+
+T = TypeVar("T")
+
+
+class Conn(Protocol):
+    """A connection inside a transaction, as memstore's queries use it.
+
+    SQLAlchemy's ``AsyncConnection`` (PostgreSQL) and :class:`ThreadedConnection` (SQLite
+    files) both are one. Results come back fully fetched: ``first()``, ``all()``,
+    ``scalar()``, ``mappings()``, iteration, and ``rowcount``.
+    """
+
+    async def execute(self, statement: Any, parameters: Any = None) -> Any:
+        """Execute a statement."""
+
+    async def run_sync(self, fn: Any, *args: Any) -> Any:
+        """``fn(sync_connection, *args)``, where sync code may use the connection."""
+
 
 _WRITE = "memstore_write"
 _ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg"}
@@ -153,10 +173,10 @@ def enable_wal(path: Path, timeout_s: float) -> None:
             time.sleep(_WAL_RETRY_S)
 
 
-def _install_sqlite_listeners(engine: AsyncEngine, settings: Settings) -> None:
+def _install_sqlite_listeners(engine: Engine, settings: Settings) -> None:
     busy_ms = int(settings.busy_timeout_s * 1000)
 
-    @event.listens_for(engine.sync_engine, "connect")
+    @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # we issue BEGIN ourselves (module docstring)
         cursor = dbapi_connection.cursor()
@@ -167,18 +187,18 @@ def _install_sqlite_listeners(engine: AsyncEngine, settings: Settings) -> None:
         finally:
             cursor.close()
 
-    @event.listens_for(engine.sync_engine, "begin")
+    @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
         write = connection.get_execution_options().get(_WRITE, False)
         connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
 
-def _install_fork_guard(engine: AsyncEngine) -> None:
-    @event.listens_for(engine.sync_engine, "connect")
+def _install_fork_guard(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
     def _remember_pid(_dbapi: Any, record: Any) -> None:
         record.info["pid"] = os.getpid()
 
-    @event.listens_for(engine.sync_engine, "checkout")
+    @event.listens_for(engine, "checkout")
     def _refuse_foreign(_dbapi: Any, record: Any, proxy: Any) -> None:
         if record.info.get("pid") != os.getpid():
             # Inherited through fork: never touch it (its socket or thread is the parent's).
@@ -186,51 +206,64 @@ def _install_fork_guard(engine: AsyncEngine) -> None:
             raise exc.DisconnectionError("connection belongs to another process")
 
 
-_LIVE_ENGINES: weakref.WeakSet[AsyncEngine] = weakref.WeakSet()
+_LIVE_ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()
 
 
 def _reset_pools_in_child() -> None:
     for engine in list(_LIVE_ENGINES):
-        engine.sync_engine.dispose(close=False)  # the parent still owns those connections
+        engine.dispose(close=False)  # the parent still owns those connections
 
 
 os.register_at_fork(after_in_child=_reset_pools_in_child)
 
 
 class Database:
-    """An async engine plus the two transaction kinds memstore uses.
+    """An engine plus the two transaction kinds memstore uses.
 
     Args:
         engine: The engine; build it with :func:`open_database`, or inject your own
-            (pragmas and listeners are installed on it).
+            ``AsyncEngine`` (pragmas and listeners are installed on it).
         settings: Timeouts and SQLite durability.
+        sqlite_file: The SQLite file this process owns the write fast path of.
     """
 
     def __init__(
-        self, engine: AsyncEngine, settings: Settings, *, sqlite_file: Path | None = None
+        self,
+        engine: AsyncEngine | ThreadedEngine,
+        settings: Settings,
+        *,
+        sqlite_file: Path | None = None,
     ) -> None:
         self.engine = engine
         self.settings = settings
-        self.dialect = engine.dialect.name
+        sync_engine = engine.sync_engine
+        self.dialect = sync_engine.dialect.name
         if self.dialect == "sqlite":
-            _install_sqlite_listeners(engine, settings)
-        _install_fork_guard(engine)
-        _LIVE_ENGINES.add(engine)
-        self._writer = engine.execution_options(**{_WRITE: True})
+            _install_sqlite_listeners(sync_engine, settings)
+        _install_fork_guard(sync_engine)
+        _LIVE_ENGINES.add(sync_engine)
         # The writer thread opens the file itself, with memstore's settings: it is used only
         # for databases memstore opened (an injected engine keeps its own connect options).
         self._sqlite_file = sqlite_file if self.dialect == "sqlite" else None
         self._writer_thread: SqliteWriter | None = None
         self._writer_lock = threading.Lock()
         self._closed = False
-        # PostgreSQL's default READ COMMITTED takes a new snapshot per statement; a read of the
-        # session row and then its items must see one moment, so reads use REPEATABLE READ
-        # (read-only transactions never fail with serialization errors there).
-        self._reader = (
-            engine.execution_options(isolation_level="REPEATABLE READ")
-            if self.dialect == "postgresql"
-            else engine
+        self._options: dict[bool, dict[str, Any]] = {False: {}, True: {_WRITE: True}}
+        if self.dialect == "postgresql":
+            # PostgreSQL's default READ COMMITTED takes a new snapshot per statement; a read
+            # of the session row and then its items must see one moment, so reads use
+            # REPEATABLE READ (read-only transactions never fail with serialization errors).
+            self._options[False] = {"isolation_level": "REPEATABLE READ"}
+        self._async_engines = (
+            {}
+            if isinstance(engine, ThreadedEngine)
+            else {write: engine.execution_options(**opts) for write, opts in self._options.items()}
         )
+
+    def _transaction(self, *, write: bool) -> Any:
+        if isinstance(self.engine, ThreadedEngine):
+            return self.engine.transaction(**self._options[write])
+        return _async_transaction(self._async_engines[write])
 
     def writer(self) -> SqliteWriter | None:
         """The SQLite write fast path of this process (``None`` on other backends).
@@ -251,20 +284,20 @@ class Database:
     @property
     def url(self) -> str:
         """The URL, password hidden."""
-        return self.engine.url.render_as_string(hide_password=True)
+        return self.engine.sync_engine.url.render_as_string(hide_password=True)
 
     @asynccontextmanager
-    async def read(self) -> AsyncIterator[AsyncConnection]:
+    async def read(self) -> AsyncIterator[Conn]:
         """A read transaction: one consistent snapshot of the database."""
         with translate_errors():
-            async with self._reader.connect() as conn, conn.begin():
+            async with self._transaction(write=False) as conn:
                 yield conn
 
     @asynccontextmanager
-    async def write(self) -> AsyncIterator[AsyncConnection]:
+    async def write(self) -> AsyncIterator[Conn]:
         """A write transaction (SQLite: ``BEGIN IMMEDIATE``); commits on success."""
         with translate_errors():
-            async with self._writer.connect() as conn, conn.begin():
+            async with self._transaction(write=True) as conn:
                 yield conn
 
     async def close(self) -> None:
@@ -277,12 +310,41 @@ class Database:
             await self.engine.dispose()
 
 
+@asynccontextmanager
+async def _async_transaction(engine: AsyncEngine) -> AsyncIterator[Conn]:
+    async with engine.connect() as conn, conn.begin():
+        yield conn
+
+
+def sqlite_file_engine(path: Path, settings: Settings) -> ThreadedEngine:
+    """The engine of a SQLite file: SQLAlchemy's sync engine, run by worker threads.
+
+    See :mod:`memstore.db.threaded` for why. The pool never makes a check-out wait (no
+    overflow limit): a worker blocked on the pool could be the one another transaction needs.
+    """
+    engine = create_engine(
+        f"sqlite+pysqlite:///{path}",
+        hide_parameters=True,
+        connect_args={"timeout": settings.busy_timeout_s, "check_same_thread": False},
+        pool_size=5,
+        max_overflow=-1,
+    )
+    return ThreadedEngine(engine)
+
+
 def create_engine_for(url: str, settings: Settings) -> AsyncEngine:
     """An :class:`AsyncEngine` configured for memstore's access pattern."""
+    # Imported here: it loads the ORM, which SQLite files (and so most CLI commands) never use.
+    from sqlalchemy.ext.asyncio import create_async_engine
+
     # Statement parameters hold stored content: keep them out of exception text (and so out
     # of tracebacks and logs), whatever a caller does with a chained cause.
     kwargs: dict[str, Any] = {"hide_parameters": True}
     parsed = make_url(url)
+    if parsed.get_backend_name() == "postgresql":
+        from memstore.db.tables import add_postgresql_options
+
+        add_postgresql_options()
     if parsed.get_backend_name() == "sqlite":
         kwargs["connect_args"] = {"timeout": settings.busy_timeout_s}
     elif parsed.get_driver_name() == "asyncpg":
@@ -316,7 +378,8 @@ def open_database(
     """
     url = normalize_url(url_or_path)
     path = sqlite_path(url)
-    if path is not None:
-        prepare_sqlite_file(path, create=create)
-        enable_wal(path, settings.busy_timeout_s)
-    return Database(create_engine_for(url, settings), settings, sqlite_file=path)
+    if path is None:
+        return Database(create_engine_for(url, settings), settings)
+    prepare_sqlite_file(path, create=create)
+    enable_wal(path, settings.busy_timeout_s)
+    return Database(sqlite_file_engine(path, settings), settings, sqlite_file=path)

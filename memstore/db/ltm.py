@@ -19,9 +19,8 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, delete, func, insert, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memstore.db.engine import Database, dialect_insert
+from memstore.db.engine import Conn, Database, dialect_insert
 from memstore.db.tables import ltm_entries, ltm_history
 from memstore.errors import StorageError, VersionConflictError
 
@@ -65,13 +64,13 @@ def is_live(expires_at: datetime | None, now: datetime) -> bool:
     return expires_at is None or expires_at > now
 
 
-async def _locked_row(conn: AsyncConnection, scope: str, key: str) -> Any:
+async def _locked_row(conn: Conn, scope: str, key: str) -> Any:
     stmt = select(*ENTRY_COLUMNS).where(_pk(scope, key)).with_for_update()
     return (await conn.execute(stmt)).first()
 
 
 async def _record(
-    conn: AsyncConnection,
+    conn: Conn,
     scope: str,
     key: str,
     version: int,
@@ -91,7 +90,7 @@ async def _record(
     )
 
 
-async def _last_recorded_version(conn: AsyncConnection, scope: str, key: str) -> int:
+async def _last_recorded_version(conn: Conn, scope: str, key: str) -> int:
     """The newest version the history holds for (scope, key); 0 if it was never written."""
     stmt = select(func.max(ltm_history.c.version)).where(
         ltm_history.c.scope == scope, ltm_history.c.key == key
@@ -134,7 +133,7 @@ async def set_entry(
         VersionConflictError: ``expected_version`` is not the live version (0: no live entry).
     """
 
-    async def write(conn: AsyncConnection) -> dict[str, Any]:
+    async def write(conn: Conn) -> dict[str, Any]:
         row = await _locked_row(conn, scope, key)
         live = row is not None and is_live(row.expires_at, now)
         _check_expected(scope, key, expected_version, row.version if live else 0)
@@ -185,7 +184,7 @@ async def delete_entry(
         VersionConflictError: ``expected_version`` is not the live version (0: no live entry).
     """
 
-    async def write(conn: AsyncConnection) -> bool:
+    async def write(conn: Conn) -> bool:
         row = await _locked_row(conn, scope, key)
         live = row is not None and is_live(row.expires_at, now)
         _check_expected(scope, key, expected_version, row.version if live else 0)

@@ -125,4 +125,5 @@ async def _stamped_revision(database: Database) -> str | None:
 async def database_revision(database: Database) -> str | None:
     """The revision the database is at (``None``: empty)."""
     async with database.read() as conn:
-        return await conn.run_sync(current_revision)
+        revision: str | None = await conn.run_sync(current_revision)
+    return revision

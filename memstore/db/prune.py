@@ -109,4 +109,5 @@ async def purge(db: Database, session_id: str) -> int:
         gone = await conn.execute(delete(items).where(items.c.session_id == session_id))
         await conn.execute(delete(compactions).where(compactions.c.session_id == session_id))
         await conn.execute(delete(sessions).where(where))
-    return gone.rowcount
+    count: int = gone.rowcount
+    return count

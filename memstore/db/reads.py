@@ -11,9 +11,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Row, and_, select
-from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memstore.db.engine import Database
+from memstore.db.engine import Conn, Database
 from memstore.db.tables import compactions, items, sessions
 from memstore.errors import (
     SessionNotFoundError,
@@ -96,9 +95,12 @@ def row_to_info(row: Row[Any]) -> SessionInfo:
     )
 
 
-async def fetch_session_row(conn: AsyncConnection, session_id: str) -> Row[Any] | None:
+async def fetch_session_row(conn: Conn, session_id: str) -> Row[Any] | None:
     """The session's row within an open transaction (``None``: no such session)."""
-    return (await conn.execute(select(sessions).where(sessions.c.id == session_id))).first()
+    row: Row[Any] | None = (
+        await conn.execute(select(sessions).where(sessions.c.id == session_id))
+    ).first()
+    return row
 
 
 def items_query(session_id: str, *, active_only: bool) -> Any:
