@@ -1,55 +1,124 @@
 """memstore: persistent, multi-session working memory for LLM agents.
 
 Public API (SPEC 8); everything not listed in ``__all__`` may change between releases.
+
+Names are loaded on first use (PEP 562): ``import memstore`` alone costs nothing, and a
+program (or a CLI command) pays only for the parts it touches; the OpenAI client, for one,
+is never imported by a program that does not summarize with it.
 """
 
 from __future__ import annotations
 
-from memstore.config import Settings
-from memstore.errors import (
-    CompactionConflictError,
-    ConfigurationError,
-    ConflictError,
-    DatabaseMissingError,
-    EntryNotFoundError,
-    EstimatorMismatchError,
-    IdempotencyConflictError,
-    KindRoleMismatchError,
-    LockTimeoutError,
-    MemstoreError,
-    ModelCallError,
-    ModelConfigurationError,
-    ModelError,
-    NotADatabaseError,
-    NotFoundError,
-    ReadOnlyDatabaseError,
-    SchemaError,
-    SchemaOutdatedError,
-    SchemaTooNewError,
-    SessionNotFoundError,
-    StorageError,
-    StorageFullError,
-    ToolLoopError,
-    ValidationError,
-    VersionConflictError,
-)
-from memstore.ltm import LongTermChange, LongTermEntry, LongTermMemory
-from memstore.model import (
-    CompactionReport,
-    MemoryItem,
-    MemoryKind,
-    MemoryLimits,
-    MemoryRole,
-    Priority,
-    SessionInfo,
-)
-from memstore.openai_summarizer import OpenAISummarizer
-from memstore.session import SessionMemory
-from memstore.store import MemoryStore
-from memstore.summarizers import ExtractiveSummarizer
-from memstore.tokens import ByteEstimator, TiktokenEstimator, TokenEstimator, WordEstimator
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from memstore.version import __version__
+
+if TYPE_CHECKING:
+    from memstore.config import Settings
+    from memstore.errors import (
+        CompactionConflictError,
+        ConfigurationError,
+        ConflictError,
+        DatabaseMissingError,
+        EntryNotFoundError,
+        EstimatorMismatchError,
+        IdempotencyConflictError,
+        KindRoleMismatchError,
+        LockTimeoutError,
+        MemstoreError,
+        ModelCallError,
+        ModelConfigurationError,
+        ModelError,
+        NotADatabaseError,
+        NotFoundError,
+        ReadOnlyDatabaseError,
+        SchemaError,
+        SchemaOutdatedError,
+        SchemaTooNewError,
+        SessionNotFoundError,
+        StorageError,
+        StorageFullError,
+        ToolLoopError,
+        ValidationError,
+        VersionConflictError,
+    )
+    from memstore.ltm import LongTermChange, LongTermEntry, LongTermMemory
+    from memstore.model import (
+        CompactionReport,
+        MemoryItem,
+        MemoryKind,
+        MemoryLimits,
+        MemoryRole,
+        Priority,
+        SessionInfo,
+    )
+    from memstore.openai_summarizer import OpenAISummarizer
+    from memstore.session import SessionMemory
+    from memstore.store import MemoryStore
+    from memstore.summarizers import ExtractiveSummarizer
+    from memstore.tokens import ByteEstimator, TiktokenEstimator, TokenEstimator, WordEstimator
+
+_EXPORTS = {
+    "ByteEstimator": "memstore.tokens",
+    "CompactionConflictError": "memstore.errors",
+    "CompactionReport": "memstore.model",
+    "ConfigurationError": "memstore.errors",
+    "ConflictError": "memstore.errors",
+    "DatabaseMissingError": "memstore.errors",
+    "EntryNotFoundError": "memstore.errors",
+    "EstimatorMismatchError": "memstore.errors",
+    "ExtractiveSummarizer": "memstore.summarizers",
+    "IdempotencyConflictError": "memstore.errors",
+    "KindRoleMismatchError": "memstore.errors",
+    "LockTimeoutError": "memstore.errors",
+    "LongTermChange": "memstore.ltm",
+    "LongTermEntry": "memstore.ltm",
+    "LongTermMemory": "memstore.ltm",
+    "MemoryItem": "memstore.model",
+    "MemoryKind": "memstore.model",
+    "MemoryLimits": "memstore.model",
+    "MemoryRole": "memstore.model",
+    "MemoryStore": "memstore.store",
+    "MemstoreError": "memstore.errors",
+    "ModelCallError": "memstore.errors",
+    "ModelConfigurationError": "memstore.errors",
+    "ModelError": "memstore.errors",
+    "NotADatabaseError": "memstore.errors",
+    "NotFoundError": "memstore.errors",
+    "OpenAISummarizer": "memstore.openai_summarizer",
+    "Priority": "memstore.model",
+    "ReadOnlyDatabaseError": "memstore.errors",
+    "SchemaError": "memstore.errors",
+    "SchemaOutdatedError": "memstore.errors",
+    "SchemaTooNewError": "memstore.errors",
+    "SessionInfo": "memstore.model",
+    "SessionMemory": "memstore.session",
+    "SessionNotFoundError": "memstore.errors",
+    "Settings": "memstore.config",
+    "StorageError": "memstore.errors",
+    "StorageFullError": "memstore.errors",
+    "TiktokenEstimator": "memstore.tokens",
+    "TokenEstimator": "memstore.tokens",
+    "ToolLoopError": "memstore.errors",
+    "ValidationError": "memstore.errors",
+    "VersionConflictError": "memstore.errors",
+    "WordEstimator": "memstore.tokens",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memstore' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # once: later lookups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "ByteEstimator",

@@ -5,6 +5,7 @@ The per-session work (append, compaction, model input) lives in :mod:`memstore.s
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import uuid
@@ -12,25 +13,27 @@ from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memstore.config import Settings
-from memstore.db import Database, audit, open_database, reads, transfer
-from memstore.db import prune as pruning
-from memstore.db.history import load_history
+from memstore.db import Database, open_database, reads
 from memstore.db.migrate import database_revision, ensure_schema, head_revision
 from memstore.errors import SessionNotFoundError
-from memstore.invariants import Violation, check_ledger
-from memstore.ltm import LongTermMemory
 from memstore.model import (
     MemoryLimits,
     SessionHistory,
     SessionInfo,
 )
-from memstore.session import SessionMemory
-from memstore.summarizers import ExtractiveSummarizer, Summarizer
-from memstore.tokens import RecordedEstimator, TiktokenEstimator, TokenEstimator
 from memstore.validation import validate_session_id
+
+# What a method needs only when it runs is imported there: a CLI command (``memstore show``)
+# loads the store without the compaction machinery, replay, audits or long-term memory.
+if TYPE_CHECKING:
+    from memstore.invariants import Violation
+    from memstore.ltm import LongTermMemory
+    from memstore.session import SessionMemory
+    from memstore.summarizers import Summarizer
+    from memstore.tokens import TokenEstimator
 
 
 class MemoryStore:
@@ -47,8 +50,13 @@ class MemoryStore:
         # of two stores in one process.
         self.worker_host = socket.gethostname()
         self._nonce = uuid.uuid4().hex[:8]
-        #: Long-term memory: scoped, versioned entries shared by every session (SPEC 4).
-        self.ltm = LongTermMemory(database, settings)
+
+    @functools.cached_property
+    def ltm(self) -> LongTermMemory:
+        """Long-term memory: scoped, versioned entries shared by every session (SPEC 4)."""
+        from memstore.ltm import LongTermMemory
+
+        return LongTermMemory(self._db, self.settings)
 
     @staticmethod
     def open(
@@ -130,6 +138,10 @@ class MemoryStore:
         Raises:
             ValidationError: a bad session id or scope; ``ltm_budget`` not in 1..hard-1.
         """
+        from memstore.session import SessionMemory
+        from memstore.summarizers import ExtractiveSummarizer
+        from memstore.tokens import TiktokenEstimator
+
         return SessionMemory(
             self,
             validate_session_id(session_id),
@@ -155,6 +167,8 @@ class MemoryStore:
         Raises:
             SessionNotFoundError: no such session.
         """
+        from memstore.tokens import RecordedEstimator
+
         info = await self.session_info(session_id)
         return self.session(
             session_id,
@@ -189,6 +203,9 @@ class MemoryStore:
         Raises:
             SessionNotFoundError: ``session_id`` does not exist.
         """
+        from memstore.db import audit
+        from memstore.invariants import Violation, check_ledger
+
         found: list[Violation] = []
         if session_id is None:
             ids = await audit.session_ids(self._db)
@@ -210,6 +227,8 @@ class MemoryStore:
         Raises:
             SessionNotFoundError: no such session.
         """
+        from memstore.db.history import load_history
+
         return await load_history(self._db, validate_session_id(session_id))
 
     async def export_session(self, session_id: str) -> list[dict[str, Any]]:
@@ -218,6 +237,8 @@ class MemoryStore:
         Raises:
             SessionNotFoundError: no such session.
         """
+        from memstore.db import transfer
+
         return await transfer.export_records(self._db, validate_session_id(session_id))
 
     async def import_session(self, records: Iterable[Mapping[str, Any]]) -> str:
@@ -227,6 +248,8 @@ class MemoryStore:
             ValidationError: a malformed record (nothing written).
             ConflictError: a session with that id exists here already (nothing written).
         """
+        from memstore.db import transfer
+
         return await transfer.import_records(self._db, records)
 
     async def prune(
@@ -243,6 +266,8 @@ class MemoryStore:
         Returns:
             (compactions deleted, items deleted).
         """
+        from memstore.db import prune as pruning
+
         return await pruning.prune(
             self._db,
             validate_session_id(session_id),
@@ -252,6 +277,8 @@ class MemoryStore:
 
     async def purge(self, session_id: str) -> int:
         """Delete a session and its whole history; return how many items were deleted."""
+        from memstore.db import prune as pruning
+
         return await pruning.purge(self._db, validate_session_id(session_id))
 
     async def close(self) -> None:

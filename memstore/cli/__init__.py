@@ -7,17 +7,53 @@ opener, ``--json``, tables). Exit codes live in one place, :class:`MemstoreGroup
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import click
 
-from memstore import __version__
 from memstore.config import default_database
 from memstore.errors import MemstoreError
+from memstore.version import __version__
+
+#: Each command and where it lives: a command's module (and what it imports: rich, openai,
+#: Alembic...) is loaded only when that command runs, or for ``--help``.
+COMMANDS = {
+    "add": "memstore.cli.write:add_item",
+    "chat": "memstore.cli.chat:chat",
+    "check": "memstore.cli.check:check",
+    "compact": "memstore.cli.write:compact_session",
+    "db": "memstore.cli.db:db_group",
+    "demo": "memstore.cli.demo:demo",
+    "export": "memstore.cli.transfer:export_session",
+    "import": "memstore.cli.transfer:import_session",
+    "input": "memstore.cli.inspect:show_input",
+    "ltm": "memstore.cli.ltm:ltm_group",
+    "prune": "memstore.cli.transfer:prune_session",
+    "purge": "memstore.cli.transfer:purge_session",
+    "replay": "memstore.cli.replay:replay_session",
+    "reports": "memstore.cli.inspect:show_reports",
+    "sessions": "memstore.cli.inspect:list_sessions",
+    "show": "memstore.cli.inspect:show_session",
+}
 
 
 class MemstoreGroup(click.Group):
-    """Turns every :class:`MemstoreError` into ``Error: <message>`` and exit code 1."""
+    """The command group: lazy subcommands, and one way out for every expected failure.
+
+    Every :class:`MemstoreError` becomes ``Error: <message>`` and exit code 1.
+    """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, _, attr = target.partition(":")
+        command: click.Command = getattr(importlib.import_module(module), attr)
+        return command
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -39,30 +75,3 @@ class MemstoreGroup(click.Group):
 def main(ctx: click.Context, db: str) -> None:
     """memstore: persistent, bounded, audited working memory for LLM agents."""
     ctx.obj = db
-
-
-def _register() -> None:
-    from memstore.cli import chat, check, db, demo, inspect, ltm, replay, transfer, write
-
-    for command in (
-        chat.chat,
-        check.check,
-        db.db_group,
-        demo.demo,
-        inspect.list_sessions,
-        inspect.show_session,
-        inspect.show_reports,
-        inspect.show_input,
-        ltm.ltm_group,
-        replay.replay_session,
-        transfer.export_session,
-        transfer.import_session,
-        transfer.prune_session,
-        transfer.purge_session,
-        write.add_item,
-        write.compact_session,
-    ):
-        main.add_command(command)
-
-
-_register()

@@ -9,7 +9,6 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console
-from rich.progress import Progress
 from rich.text import Text
 
 from memstore.store import MemoryStore
@@ -72,6 +71,8 @@ def with_progress(items: Sequence[T], label: str) -> Iterator[T]:
     if len(items) < PROGRESS_THRESHOLD or not err.is_terminal:
         yield from items
         return
+    from rich.progress import Progress  # only long operations draw one: not on start-up
+
     with Progress(console=err, transient=True) as progress:
         task = progress.add_task(label, total=len(items))
         for item in items:
