@@ -116,3 +116,21 @@ def test_classified_errors_never_quote_driver_text() -> None:
 
     error = classify(DataError("invalid input for query argument $7: {'api_key': 'sk-SECRET'}"))
     assert "SECRET" not in str(error) and "22P02" in str(error)
+
+
+async def test_a_missing_bind_parameter_is_an_error_not_a_null(db_path: Path) -> None:
+    """SQLAlchemy refuses a statement run without one of its values; the writer must too."""
+    from memstore.db.append import INSERT_ITEM
+    from memstore.db.steps import run_steps
+
+    async with MemoryStore.open(db_path) as store:
+        memory = store.session("s", estimator=WordEstimator(), limits=LIMITS)
+        await memory.add("user", "the only item")
+
+        def steps(dialect: str):  # type: ignore[no-untyped-def]
+            yield INSERT_ITEM, {"id": "x", "session_id": "s", "seq": 2}  # most values missing
+            return None
+
+        with pytest.raises(KeyError, match="no value for bind parameter 'role'"):
+            await run_steps(store.database, steps)
+        assert [item.content for item in await memory.items()] == ["the only item"]

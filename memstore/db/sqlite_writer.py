@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import operator
 import os
 import queue
 import sqlite3
@@ -63,43 +64,50 @@ def _deliver(future: asyncio.Future[Any], outcome: Any, failed: bool) -> None:
         future.set_result(outcome)
 
 
-@dataclass(frozen=True)
 class _Compiled:
-    """A statement compiled once: SQL, parameter order, literal defaults, type processors."""
+    """A statement compiled once: SQL, parameter order, literal defaults, type processors.
 
-    sql: str
-    order: tuple[str, ...]
-    defaults: tuple[Any, ...]
-    required: tuple[bool, ...]
-    processors: tuple[Any, ...]
+    Turning a parameter dict into the driver's tuple runs once per row (a compaction marks
+    every removed item with one ``executemany``), so it is done in C where it can be: one
+    dict merge and an ``itemgetter``, then only the binds that have a type processor.
+    """
 
-    @classmethod
-    def of(cls, statement: Statement) -> _Compiled:
+    def __init__(self, statement: Statement) -> None:
         compiled = statement.compile(dialect=_DIALECT)
-        order = tuple(compiled.positiontup or ())
-        binds = [compiled.binds[name] for name in order]
+        self.sql = compiled.string
+        self.order = tuple(compiled.positiontup or ())
+        binds = [compiled.binds[name] for name in self.order]
+        # Literals such as the 1 of "version + 1": what SQLAlchemy sends when no value is given.
+        self._defaults = {
+            name: bind.value
+            for name, bind in zip(self.order, binds, strict=True)
+            if not bind.required
+        }
         # SQLAlchemy's own bind processors (UTC datetimes, JSON, ...): the rows written here
         # must read back through SQLAlchemy exactly as if SQLAlchemy had written them.
-        return cls(
-            compiled.string,
-            order,
-            tuple(bind.value for bind in binds),  # literals such as the 1 of "version + 1"
-            tuple(bool(bind.required) for bind in binds),
-            tuple(bind.type.bind_processor(_DIALECT) for bind in binds),
-        )
+        self._processors = [
+            (index, process)
+            for index, bind in enumerate(binds)
+            if (process := bind.type.bind_processor(_DIALECT)) is not None
+        ]
+        self._get = operator.itemgetter(*self.order) if len(self.order) > 1 else None
 
     def values(self, params: dict[str, Any]) -> tuple[Any, ...]:
-        out = []
-        for name, default, required, process in zip(
-            self.order, self.defaults, self.required, self.processors, strict=True
-        ):
-            if name in params:
-                value = params[name]
-            elif required:  # as SQLAlchemy would: a missing value is a bug, never a NULL
-                raise KeyError(f"no value for bind parameter {name!r}")
+        """The driver's parameter tuple for ``params`` (processed as SQLAlchemy would)."""
+        merged = {**self._defaults, **params} if self._defaults else params
+        try:
+            if self._get is not None:
+                row: tuple[Any, ...] = self._get(merged)
             else:
-                value = default
-            out.append(value if process is None or value is None else process(value))
+                row = tuple(merged[name] for name in self.order)
+        except KeyError as missing:  # as SQLAlchemy would: a missing value is a bug, never NULL
+            raise KeyError(f"no value for bind parameter {missing.args[0]!r}") from None
+        if not self._processors:
+            return row
+        out = list(row)
+        for index, process in self._processors:
+            if out[index] is not None:
+                out[index] = process(out[index])
         return tuple(out)
 
 
@@ -244,7 +252,7 @@ class SqliteWriter:
         # Statements are module constants, so id() is a stable key (compiled once each).
         compiled = _COMPILED.get(id(statement))
         if compiled is None:
-            compiled = _COMPILED[id(statement)] = _Compiled.of(statement)
+            compiled = _COMPILED[id(statement)] = _Compiled(statement)
         if isinstance(params, list):
             cursor = conn.executemany(compiled.sql, [compiled.values(p) for p in params])
             return StepResult([], max(cursor.rowcount, 0))
