@@ -1,5 +1,12 @@
 """Engines: URL handling, SQLite pragmas and transaction modes, process ownership.
 
+Which engine runs what: a SQLite file gets SQLAlchemy's sync engine run by worker threads
+(:mod:`memstore.db.threaded`) for reads and rare writes, plus the writer thread for the hot
+writes (:mod:`memstore.db.sqlite_writer`); PostgreSQL, and SQLite that is not a file, get
+SQLAlchemy's async engine. :class:`Database` hides the difference: ``read()`` and ``write()``
+yield a :class:`Conn` either way. URLs keep their async driver names (``sqlite+aiosqlite``),
+which is what a user may pass and what the async engine needs.
+
 SQLite specifics, and why:
 
 * ``journal_mode=WAL``: readers never block the writer and the writer never blocks readers.
