@@ -175,7 +175,7 @@ def append_steps(
     if new.idempotency_key is not None:
         found = (yield BY_KEY, {"sid": session_id, "key": new.idempotency_key}).first()
         if found is not None:
-            stored = row_to_item(_Attrs(found))
+            stored = row_to_item(_item_values(found))
             if (stored.content, stored.kind, stored.role, stored.priority) != (
                 new.content, new.kind, new.role, new.priority,
             ):  # fmt: skip
@@ -206,17 +206,14 @@ def append_steps(
     )
 
 
-class _Attrs:
-    """Attribute access over a mapping (``row_to_item`` reads ``row.content``)."""
-
-    def __init__(self, mapping: Mapping[str, Any]) -> None:
-        self._mapping = mapping
-
-    def __getattr__(self, name: str) -> Any:
-        value = self._mapping[name]
-        if name == "created_at" and isinstance(value, str):  # the stdlib driver's raw text
-            value = UTCDateTime().process_result_value(datetime.fromisoformat(value), None)  # type: ignore[arg-type]
-        return value
+def _item_values(found: Mapping[str, Any]) -> list[Any]:
+    """A row of ``ITEM_COLUMNS`` fetched by the steps' driver, as :func:`row_to_item` takes it."""
+    values = [found[column.name] for column in ITEM_COLUMNS]
+    created = ITEM_COLUMNS.index(items.c.created_at)
+    if isinstance(values[created], str):  # the stdlib driver's raw text (SQLite writer thread)
+        decoded = datetime.fromisoformat(values[created])
+        values[created] = UTCDateTime().process_result_value(decoded, None)  # type: ignore[arg-type]
+    return values
 
 
 async def append(

@@ -36,13 +36,13 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from sqlalchemy import create_engine, event, exc
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Connection, Engine, make_url
 
 from memstore.config import Settings
 from memstore.db.errors import translate_errors
@@ -299,6 +299,20 @@ class Database:
         with translate_errors():
             async with self._transaction(write=False) as conn:
                 yield conn
+
+    async def run_read(self, fn: Callable[[Connection], T]) -> T:
+        """``fn(connection)`` in one read transaction (one consistent snapshot).
+
+        ``fn`` is plain sync SQLAlchemy Core code. On a SQLite file the whole transaction is
+        one hand-off to a worker thread (rows become values there, off the event loop); on
+        PostgreSQL it runs through the async engine's ``run_sync``.
+        """
+        with translate_errors():
+            if isinstance(self.engine, ThreadedEngine):
+                return await self.engine.run(fn, **self._options[False])
+            async with self._transaction(write=False) as conn:
+                result: T = await conn.run_sync(fn)
+                return result
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[Conn]:

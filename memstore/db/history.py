@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from functools import partial
+
+from sqlalchemy import Connection, select
 
 from memstore.db.engine import Database
 from memstore.db.reads import (
@@ -23,25 +25,26 @@ async def load_history(db: Database, session_id: str) -> SessionHistory:
     Raises:
         SessionNotFoundError: no such session.
     """
-    async with db.read() as conn:
-        row = await fetch_session_row(conn, session_id)
-        if row is None:
-            raise SessionNotFoundError(session_id)
-        query = items_query(session_id, active_only=False)
-        all_items = [row_to_item(r) for r in await conn.execute(query)]
-        comp_rows = list(
-            await conn.execute(
-                select(compactions)
-                .where(compactions.c.session_id == session_id)
-                .order_by(compactions.c.number)
-            )
+    return await db.run_read(partial(_load_history, session_id=session_id))
+
+
+def _load_history(conn: Connection, session_id: str) -> SessionHistory:
+    row = fetch_session_row(conn, session_id)
+    if row is None:
+        raise SessionNotFoundError(session_id)
+    rows = conn.execute(items_query(session_id, active_only=False)).all()  # one fetchall
+    all_items = [row_to_item(row) for row in rows]
+    comp_rows = conn.execute(
+        select(compactions)
+        .where(compactions.c.session_id == session_id)
+        .order_by(compactions.c.number)
+    ).all()
+    summary_rows = conn.execute(
+        select(summaries.c.compaction_number, summaries.c.content).where(
+            summaries.c.session_id == session_id
         )
-        summary_rows = await conn.execute(
-            select(summaries.c.compaction_number, summaries.c.content).where(
-                summaries.c.session_id == session_id
-            )
-        )
-        produced = {number: content for number, content in summary_rows}
+    )
+    produced = {number: content for number, content in summary_rows}
     removed: dict[int, dict[str, str]] = {}
     for item in all_items:
         if item.removed_by is not None and item.fate is not None:

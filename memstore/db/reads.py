@@ -1,18 +1,23 @@
 """Reads: snapshots, session headers, items and reports, as plain values.
 
-A snapshot is one read transaction (SQLite: a deferred ``BEGIN`` in WAL mode), so the
-session row and its active items are consistent with each other.
+Each read is a plain sync function over a SQLAlchemy ``Connection``, run by
+:meth:`Database.run_read <memstore.db.engine.Database.run_read>` inside one read transaction
+(SQLite: a deferred ``BEGIN`` in WAL mode), so e.g. a session row and its active items are
+consistent with each other; on a SQLite file the whole read is one hand-off to a worker
+thread, rows turned into values there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from enum import Enum
+from functools import partial
+from typing import Any, TypeVar
 
-from sqlalchemy import Row, and_, select
+from sqlalchemy import Connection, Row, and_, select
 
-from memstore.db.engine import Conn, Database
+from memstore.db.engine import Database
 from memstore.db.tables import compactions, items, sessions
 from memstore.errors import (
     SessionNotFoundError,
@@ -30,6 +35,8 @@ from memstore.model import (
 )
 from memstore.policy import Snapshot
 
+E = TypeVar("E", bound=Enum)
+#: The columns an item is read with, in the order :func:`row_to_item` unpacks them.
 ITEM_COLUMNS = (
     items.c.id,
     items.c.session_id,
@@ -51,21 +58,35 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def row_to_item(row: Any) -> MemoryItem:
-    """A database row (``ITEM_COLUMNS``) as a :class:`MemoryItem`."""
+_MEMBERS: dict[type[Enum], dict[Any, Any]] = {
+    enum: {member.value: member for member in enum}
+    for enum in (MemoryRole, MemoryKind, Priority, Fate)
+}
+
+
+def _member(enum: type[E], value: Any) -> E:
+    # A dict lookup: every row read pays it, and calling the enum costs ten times more.
+    member: E | None = _MEMBERS[enum].get(value)
+    return enum(value) if member is None else member  # the enum's own error for a bad value
+
+
+def row_to_item(row: Sequence[Any]) -> MemoryItem:
+    """A row of ``ITEM_COLUMNS`` (the values in that order) as a :class:`MemoryItem`."""
+    (item_id, session_id, seq, role, kind, priority, content, created_at, tokens, version,
+     fate, removed_by) = row  # fmt: skip
     return MemoryItem(
-        id=row.id,
-        session_id=row.session_id,
-        seq=row.seq,
-        role=MemoryRole(row.role),
-        kind=MemoryKind(row.kind),
-        priority=Priority(row.priority),
-        content=row.content,
-        timestamp=row.created_at,
-        estimated_tokens=row.estimated_tokens,
-        version=row.added_version,
-        fate=Fate(row.fate) if row.fate else None,
-        removed_by=row.removed_by,
+        id=item_id,
+        session_id=session_id,
+        seq=seq,
+        role=_member(MemoryRole, role),
+        kind=_member(MemoryKind, kind),
+        priority=_member(Priority, priority),
+        content=content,
+        timestamp=created_at,
+        estimated_tokens=tokens,
+        version=version,
+        fate=_member(Fate, fate) if fate else None,
+        removed_by=removed_by,
     )
 
 
@@ -95,12 +116,9 @@ def row_to_info(row: Row[Any]) -> SessionInfo:
     )
 
 
-async def fetch_session_row(conn: Conn, session_id: str) -> Row[Any] | None:
+def fetch_session_row(conn: Connection, session_id: str) -> Row[Any] | None:
     """The session's row within an open transaction (``None``: no such session)."""
-    row: Row[Any] | None = (
-        await conn.execute(select(sessions).where(sessions.c.id == session_id))
-    ).first()
-    return row
+    return conn.execute(select(sessions).where(sessions.c.id == session_id)).first()
 
 
 def items_query(session_id: str, *, active_only: bool) -> Any:
@@ -117,28 +135,32 @@ async def session_info(db: Database, session_id: str) -> SessionInfo:
     Raises:
         SessionNotFoundError: no such session.
     """
-    async with db.read() as conn:
-        row = await fetch_session_row(conn, session_id)
+    row = await db.run_read(partial(fetch_session_row, session_id=session_id))
     if row is None:
         raise SessionNotFoundError(session_id)
     return row_to_info(row)
 
 
+def _session_infos(conn: Connection) -> list[SessionInfo]:
+    result = conn.execute(select(sessions).order_by(sessions.c.updated_at.desc()))
+    return [row_to_info(row) for row in result]
+
+
 async def session_infos(db: Database) -> list[SessionInfo]:
     """Every session's header, most recently updated first."""
-    async with db.read() as conn:
-        result = await conn.execute(select(sessions).order_by(sessions.c.updated_at.desc()))
-        return [row_to_info(row) for row in result]
+    return await db.run_read(_session_infos)
 
 
-async def snapshot(db: Database, session_id: str) -> Snapshot | None:
-    """A consistent read of the session (``None`` if it does not exist yet)."""
-    async with db.read() as conn:
-        row = await fetch_session_row(conn, session_id)
-        if row is None:
-            return None
-        query = items_query(session_id, active_only=True)
-        active = [row_to_item(r) for r in await conn.execute(query)]
+def _items(conn: Connection, session_id: str, *, active_only: bool) -> list[MemoryItem]:
+    rows = conn.execute(items_query(session_id, active_only=active_only)).all()  # one fetchall
+    return [row_to_item(row) for row in rows]
+
+
+def _snapshot(conn: Connection, session_id: str) -> Snapshot | None:
+    row = fetch_session_row(conn, session_id)
+    if row is None:
+        return None
+    active = _items(conn, session_id, active_only=True)
     return Snapshot(
         session_id=session_id,
         version=row.version,
@@ -149,6 +171,11 @@ async def snapshot(db: Database, session_id: str) -> Snapshot | None:
         user_turns=row.user_turns,
         estimator=row.estimator,
     )
+
+
+async def snapshot(db: Database, session_id: str) -> Snapshot | None:
+    """A consistent read of the session (``None`` if it does not exist yet)."""
+    return await db.run_read(partial(_snapshot, session_id=session_id))
 
 
 def report_from_record(record: Mapping[Any, Any], removed: Mapping[str, str]) -> CompactionReport:
@@ -185,36 +212,33 @@ _REPORT_COLUMNS = (
 )
 
 
+def _reports(conn: Connection, session_id: str) -> list[CompactionReport]:
+    rows = conn.execute(
+        select(compactions)
+        .where(compactions.c.session_id == session_id)
+        .order_by(compactions.c.number)
+    ).all()
+    fates = conn.execute(
+        select(items.c.id, items.c.fate, items.c.removed_by)
+        .where(and_(items.c.session_id == session_id, items.c.removed_by.is_not(None)))
+        .order_by(items.c.seq)
+    )
+    removed: dict[int, dict[str, str]] = {}
+    for item_id, fate, number in fates:
+        removed.setdefault(number, {})[item_id] = fate
+    return [report_from_record(row._mapping, removed.get(row.number, {})) for row in rows]
+
+
 async def reports(db: Database, session_id: str) -> list[CompactionReport]:
     """Every committed compaction of the session, oldest first."""
-    async with db.read() as conn:
-        rows = list(
-            await conn.execute(
-                select(compactions)
-                .where(compactions.c.session_id == session_id)
-                .order_by(compactions.c.number)
-            )
-        )
-        fates = await conn.execute(
-            select(items.c.id, items.c.fate, items.c.removed_by)
-            .where(and_(items.c.session_id == session_id, items.c.removed_by.is_not(None)))
-            .order_by(items.c.seq)
-        )
-        removed: dict[int, dict[str, str]] = {}
-        for item_id, fate, number in fates:
-            removed.setdefault(number, {})[item_id] = fate
-    return [report_from_record(row._mapping, removed.get(row.number, {})) for row in rows]
+    return await db.run_read(partial(_reports, session_id=session_id))
 
 
 async def active_items(db: Database, session_id: str) -> list[MemoryItem]:
     """The session's active items, oldest first."""
-    async with db.read() as conn:
-        query = items_query(session_id, active_only=True)
-        return [row_to_item(r) for r in await conn.execute(query)]
+    return await db.run_read(partial(_items, session_id=session_id, active_only=True))
 
 
 async def all_items(db: Database, session_id: str) -> list[MemoryItem]:
     """Every item ever appended to the session (active and removed), by seq."""
-    async with db.read() as conn:
-        result = await conn.execute(items_query(session_id, active_only=False))
-        return [row_to_item(r) for r in result]
+    return await db.run_read(partial(_items, session_id=session_id, active_only=False))

@@ -115,6 +115,15 @@ class ThreadedEngine:
                 self._pid = os.getpid()
             return self._pool.submit(fn)
 
+    async def run(self, fn: Callable[[Connection], T], **options: Any) -> T:
+        """``fn(connection)`` inside one transaction, all of it in one worker-thread call."""
+
+        def work() -> T:
+            with self.sync_engine.connect().execution_options(**options) as conn, conn.begin():
+                return fn(conn)
+
+        return await asyncio.wrap_future(self.submit(work))
+
     @asynccontextmanager
     async def transaction(self, **options: Any) -> AsyncIterator[ThreadedConnection]:
         """A connection inside one transaction (``options``: execution options, before BEGIN)."""
