@@ -107,13 +107,15 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'memstore' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # once: later lookups are plain attribute reads
-    return value
+if not TYPE_CHECKING:  # type checkers see the imports above, so a misspelt name is an error
+
+    def __getattr__(name: str) -> Any:
+        module = _EXPORTS.get(name)
+        if module is None:
+            raise AttributeError(f"module 'memstore' has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value  # once: later lookups are plain attribute reads
+        return value
 
 
 def __dir__() -> list[str]:

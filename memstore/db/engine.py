@@ -247,6 +247,10 @@ class Database:
         self.dialect = sync_engine.dialect.name
         if self.dialect == "sqlite":
             _install_sqlite_listeners(sync_engine, settings)
+        elif self.dialect == "postgresql":
+            from memstore.db.tables import add_postgresql_options
+
+            add_postgresql_options()  # the models' PostgreSQL-only options (see there)
         _install_fork_guard(sync_engine)
         _LIVE_ENGINES.add(sync_engine)
         # The writer thread opens the file itself, with memstore's settings: it is used only
@@ -362,10 +366,6 @@ def create_engine_for(url: str, settings: Settings) -> AsyncEngine:
     # of tracebacks and logs), whatever a caller does with a chained cause.
     kwargs: dict[str, Any] = {"hide_parameters": True}
     parsed = make_url(url)
-    if parsed.get_backend_name() == "postgresql":
-        from memstore.db.tables import add_postgresql_options
-
-        add_postgresql_options()
     if parsed.get_backend_name() == "sqlite":
         kwargs["connect_args"] = {"timeout": settings.busy_timeout_s}
     elif parsed.get_driver_name() == "asyncpg":

@@ -207,8 +207,9 @@ def add_postgresql_options() -> None:
 
     Declared in the ``Index(...)`` call, ``postgresql_where`` would import the PostgreSQL
     dialect with this module (~20 ms of every CLI start-up, SQLite users included), so it is
-    added when a PostgreSQL engine is created. The schema itself is Alembic's (migration 0001
-    creates the index partial on both backends); this keeps the models equal to it.
+    added when a PostgreSQL database is opened (``Database``). The schema itself is Alembic's
+    (migration 0001 creates the index partial on both backends); this keeps the models equal
+    to it.
     """
     index = next(ix for ix in items.indexes if ix.name == "ix_items_active")
     index.dialect_options["postgresql"]["where"] = _ACTIVE

@@ -1,0 +1,63 @@
+"""Start-up: what a CLI command loads, and the lazily loaded names and commands."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+
+def test_the_cli_show_path_loads_neither_the_orm_nor_other_backends(tmp_path: Path) -> None:
+    """Start-up cost is measured in benchmarks/suite.py; what it depends on is checked here."""
+    db = tmp_path / "cli.db"
+    add = ["add", "s", "hi", "--estimator", "words"]
+    subprocess.run(
+        [sys.executable, "-m", "memstore", "--db", str(db), *add],
+        check=True,
+        capture_output=True,
+    )
+    probe = (
+        "import sys\n"
+        "from memstore.cli import main\n"
+        "try:\n"
+        f"    main(['--db', {str(db)!r}, 'show', 's'], prog_name='memstore')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], check=True, capture_output=True, text=True
+    )
+    assert "hi" in result.stdout
+    loaded = set(result.stderr.split())
+    for heavy in (
+        "sqlalchemy.orm",
+        "sqlalchemy.ext.asyncio",
+        "sqlalchemy.dialects.postgresql",
+        "aiosqlite",
+        "alembic",
+        "openai",
+        "tiktoken",
+        "rich.progress",
+        "memstore.cli.chat",
+        "memstore.replay",
+        "memstore.ltm",
+    ):
+        assert heavy not in loaded, heavy
+
+
+def test_every_public_name_and_every_command_resolves() -> None:
+    """Both are loaded lazily, so a wrong entry would fail only when first used."""
+    import memstore
+    from memstore.cli import COMMANDS, main
+
+    assert set(memstore._EXPORTS) | {"__version__"} == set(memstore.__all__)
+    for name in memstore.__all__:
+        assert getattr(memstore, name) is not None, name
+    context = click.Context(main)
+    for name in COMMANDS:
+        command = main.get_command(context, name)
+        assert command is not None and command.name == name, name
+    assert main.list_commands(context) == sorted(COMMANDS)
