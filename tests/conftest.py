@@ -17,6 +17,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,11 +97,13 @@ async def table_counts(store: MemoryStore) -> dict[str, int]:
 
     from memstore.db.tables import metadata
 
-    async with store.database.read() as conn:
+    def counts(conn: Any) -> dict[str, int]:
         return {
-            name: (await conn.execute(select(func.count()).select_from(table))).scalar_one()
+            name: conn.execute(select(func.count()).select_from(table)).scalar_one()
             for name, table in metadata.tables.items()
         }
+
+    return await store.database.run_read(counts)
 
 
 @pytest.fixture

@@ -98,8 +98,7 @@ async def test_migrated_schema_matches_the_models(any_store: MemoryStore) -> Non
     def diff(sync_conn):  # type: ignore[no-untyped-def]
         return compare_metadata(MigrationContext.configure(sync_conn), metadata)
 
-    async with any_store.database.read() as conn:
-        assert await conn.run_sync(diff) == []
+    assert await any_store.database.run_read(diff) == []
 
 
 async def test_check_passes_after_compactions(any_store: MemoryStore) -> None:

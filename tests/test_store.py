@@ -370,7 +370,7 @@ async def test_sqlite_pragmas(db_path: Path, synchronous: str) -> None:
     from memstore import Settings
 
     settings = Settings(sqlite_synchronous=synchronous)
-    async with MemoryStore.open(db_path, settings=settings) as s, s.database.read() as conn:
+    async with MemoryStore.open(db_path, settings=settings) as s, s.database.write() as conn:
         assert (await conn.execute(text("PRAGMA journal_mode"))).scalar() == "wal"
         assert (await conn.execute(text("PRAGMA foreign_keys"))).scalar() == 1
         level = (await conn.execute(text("PRAGMA synchronous"))).scalar()

@@ -49,12 +49,15 @@ async def test_reads_run_in_worker_threads_and_the_loop_keeps_running(db_path: P
                 ticks += 1
                 await asyncio.sleep(0.001)
 
+        def read(conn: Any) -> tuple[int, str]:
+            count = conn.execute(SLOW, {"n": 1_000_000}).scalar_one()
+            return count, threading.current_thread().name
+
         async def slow_read() -> tuple[int, str]:
-            async with store.database.read() as conn:
-                count = (await conn.execute(SLOW, {"n": 1_000_000})).scalar_one()
-                name = await conn.run_sync(lambda _conn: threading.current_thread().name)
-            done.set()
-            return count, name
+            try:
+                return await store.database.run_read(read)
+            finally:
+                done.set()
 
         task = asyncio.create_task(ticker())
         count, name = await slow_read()
@@ -64,18 +67,18 @@ async def test_reads_run_in_worker_threads_and_the_loop_keeps_running(db_path: P
         assert ticks >= 5  # a loop blocked by the query would not have ticked at all
 
 
-async def test_a_cancelled_read_returns_its_connection_and_later_reads_work(
+async def test_a_cancelled_statement_is_interrupted_and_its_connection_returned(
     db_path: Path,
 ) -> None:
     async with MemoryStore.open(db_path) as store:
         memory = store.session("s", estimator=WordEstimator(), limits=LIMITS)
         await memory.add("user", "before the cancellation")
 
-        async def slow_read() -> Any:
-            async with store.database.read() as conn:
+        async def slow_statement() -> Any:  # inside a transaction of several calls
+            async with store.database.write() as conn:
                 return (await conn.execute(SLOW, {"n": 50_000_000})).scalar_one()
 
-        task = asyncio.create_task(slow_read())
+        task = asyncio.create_task(slow_statement())
         await asyncio.sleep(0.05)  # the statement is running in its thread now
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -96,10 +99,8 @@ async def test_a_failed_statement_rolls_back_its_write_transaction(db_path: Path
             async with store.database.write() as conn:
                 await conn.execute(text("CREATE TABLE scratch (x INTEGER)"))
                 await conn.execute(text("SELECT * FROM no_such_table"))
-        async with store.database.read() as conn:
-            found = (
-                await conn.execute(text("SELECT name FROM sqlite_master WHERE name = 'scratch'"))
-            ).all()
+        query = text("SELECT name FROM sqlite_master WHERE name = 'scratch'")
+        found = await store.database.run_read(lambda conn: conn.execute(query).all())
         assert found == []
         assert checked_out(store) == 0
 

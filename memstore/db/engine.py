@@ -3,8 +3,9 @@
 Which engine runs what: a SQLite file gets SQLAlchemy's sync engine run by worker threads
 (:mod:`memstore.db.threaded`) for reads and rare writes, plus the writer thread for the hot
 writes (:mod:`memstore.db.sqlite_writer`); PostgreSQL, and SQLite that is not a file, get
-SQLAlchemy's async engine. :class:`Database` hides the difference: ``read()`` and ``write()``
-yield a :class:`Conn` either way. URLs keep their async driver names (``sqlite+aiosqlite``),
+SQLAlchemy's async engine. :class:`Database` hides the difference: ``run_read(fn)`` runs a
+sync read function in one transaction, and ``write()`` yields a :class:`Conn`, either way.
+URLs keep their async driver names (``sqlite+aiosqlite``),
 which is what a user may pass and what the async engine needs.
 
 SQLite specifics, and why:
@@ -65,7 +66,7 @@ T = TypeVar("T")
 
 
 class Conn(Protocol):
-    """A connection inside a transaction, as memstore's queries use it.
+    """A connection inside a write transaction, as memstore's queries use it.
 
     SQLAlchemy's ``AsyncConnection`` (PostgreSQL) and :class:`ThreadedConnection` (SQLite
     files) both are one. Results come back fully fetched: ``first()``, ``all()``,
@@ -296,13 +297,6 @@ class Database:
     def url(self) -> str:
         """The URL, password hidden."""
         return self.engine.sync_engine.url.render_as_string(hide_password=True)
-
-    @asynccontextmanager
-    async def read(self) -> AsyncIterator[Conn]:
-        """A read transaction: one consistent snapshot of the database."""
-        with translate_errors():
-            async with self._transaction(write=False) as conn:
-                yield conn
 
     async def run_read(self, fn: Callable[[Connection], T]) -> T:
         """``fn(connection)`` in one read transaction (one consistent snapshot).

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, delete, func, insert, or_, select, update
+from sqlalchemy import ColumnElement, Connection, and_, delete, func, insert, or_, select, update
 
 from memstore.db.engine import Conn, Database, dialect_insert
 from memstore.db.tables import ltm_entries, ltm_history
@@ -202,9 +202,8 @@ async def delete_entry(
 
 async def get_entry(db: Database, scope: str, key: str, now: datetime) -> dict[str, Any] | None:
     """The live entry's record, or ``None`` (never written, deleted or expired)."""
-    async with db.read() as conn:
-        stmt = select(*ENTRY_COLUMNS).where(_pk(scope, key), _live(now))
-        row = (await conn.execute(stmt)).first()
+    stmt = select(*ENTRY_COLUMNS).where(_pk(scope, key), _live(now))
+    row = await db.run_read(lambda conn: conn.execute(stmt).first())
     return None if row is None else dict(row._mapping)
 
 
@@ -222,8 +221,7 @@ async def list_entries(
     if prefix:
         # substr, not LIKE: LIKE is case-insensitive on SQLite and treats % and _ as wildcards.
         stmt = stmt.where(func.substr(ltm_entries.c.key, 1, len(prefix)) == prefix)
-    async with db.read() as conn:
-        records = [dict(row._mapping) for row in await conn.execute(stmt)]
+    records = await db.run_read(lambda conn: [dict(row._mapping) for row in conn.execute(stmt)])
     return sorted(records, key=lambda record: (record["scope"], record["key"]))
 
 
@@ -235,14 +233,13 @@ async def entries_in_scopes(
     Priority: the order of ``scopes``, then the most recently updated first (then by key).
     One read transaction, so the count and the entries agree.
     """
-    found: list[dict[str, Any]] = []
-    async with db.read() as conn:
-        total = (
-            await conn.execute(
-                select(func.count())
-                .select_from(ltm_entries)
-                .where(ltm_entries.c.scope.in_(list(scopes)), _live(now))
-            )
+
+    def read(conn: Connection) -> tuple[list[dict[str, Any]], int]:
+        found: list[dict[str, Any]] = []
+        total = conn.execute(
+            select(func.count())
+            .select_from(ltm_entries)
+            .where(ltm_entries.c.scope.in_(list(scopes)), _live(now))
         ).scalar_one()
         for scope in scopes:
             if len(found) >= limit:
@@ -253,8 +250,10 @@ async def entries_in_scopes(
                 .order_by(ltm_entries.c.updated_at.desc(), ltm_entries.c.key)
                 .limit(limit - len(found))
             )
-            found += [dict(row._mapping) for row in await conn.execute(stmt)]
-    return found, int(total)
+            found += [dict(row._mapping) for row in conn.execute(stmt)]
+        return found, int(total)
+
+    return await db.run_read(read)
 
 
 async def history(db: Database, scope: str, key: str) -> list[dict[str, Any]]:
@@ -264,8 +263,7 @@ async def history(db: Database, scope: str, key: str) -> list[dict[str, Any]]:
         .where(ltm_history.c.scope == scope, ltm_history.c.key == key)
         .order_by(ltm_history.c.version)
     )
-    async with db.read() as conn:
-        return [dict(row._mapping) for row in await conn.execute(stmt)]
+    return await db.run_read(lambda conn: [dict(row._mapping) for row in conn.execute(stmt)])
 
 
 async def prune_expired(db: Database, now: datetime, *, batch: int) -> int:

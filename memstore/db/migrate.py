@@ -115,8 +115,8 @@ async def ensure_schema(database: Database, *, upgrade: bool = True) -> str | No
 async def _stamped_revision(database: Database) -> str | None:
     """``alembic_version`` read directly (``None`` when the table is missing or empty)."""
     try:
-        async with database.read() as conn:
-            rows = (await conn.execute(text("SELECT version_num FROM alembic_version"))).all()
+        query = text("SELECT version_num FROM alembic_version")
+        rows = await database.run_read(lambda conn: conn.execute(query).all())
     except StorageError:
         return None  # no such table yet: a new database
     return rows[0][0] if len(rows) == 1 else None
@@ -124,6 +124,5 @@ async def _stamped_revision(database: Database) -> str | None:
 
 async def database_revision(database: Database) -> str | None:
     """The revision the database is at (``None``: empty)."""
-    async with database.read() as conn:
-        revision: str | None = await conn.run_sync(current_revision)
+    revision: str | None = await database.run_read(current_revision)
     return revision

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
+from functools import partial
 from typing import Any
 
-from sqlalchemy import JSON, Table, insert, select
+from sqlalchemy import JSON, Connection, Table, insert, select
 
 from memstore.config import DEFAULT_MAX_ITEM_BYTES
 from memstore.db.engine import Database
@@ -53,24 +54,27 @@ async def export_records(db: Database, session_id: str) -> list[dict[str, Any]]:
     Raises:
         SessionNotFoundError: no such session.
     """
-    out: list[dict[str, Any]] = []
-    async with db.read() as conn:
-        for kind, table in TABLES.items():
-            id_column = table.c.id if table is sessions else table.c.session_id
-            order = table.c.number if table is compactions else None
-            query = select(table).where(id_column == session_id)
-            if table is items:
-                order = items.c.seq
-            elif table is summaries:
-                order = summaries.c.compaction_number
-            rows = await conn.execute(query.order_by(order) if order is not None else query)
-            for row in rows:
-                record = {"type": kind, **_to_json(table, row._mapping)}
-                if kind == "session":
-                    record["format"] = EXPORT_FORMAT
-                out.append(record)
+    out = await db.run_read(partial(_export_records, session_id=session_id))
     if not out:
         raise SessionNotFoundError(session_id)
+    return out
+
+
+def _export_records(conn: Connection, session_id: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for kind, table in TABLES.items():
+        id_column = table.c.id if table is sessions else table.c.session_id
+        order = table.c.number if table is compactions else None
+        query = select(table).where(id_column == session_id)
+        if table is items:
+            order = items.c.seq
+        elif table is summaries:
+            order = summaries.c.compaction_number
+        for row in conn.execute(query.order_by(order) if order is not None else query).all():
+            record = {"type": kind, **_to_json(table, row._mapping)}
+            if kind == "session":
+                record["format"] = EXPORT_FORMAT
+            out.append(record)
     return out
 
 
