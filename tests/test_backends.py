@@ -166,3 +166,16 @@ async def test_long_session_replays_prunes_and_purges(any_store: MemoryStore) ->
     assert await any_store.check() == []
     assert await any_store.purge("long") > 0
     assert await any_store.sessions() == []
+
+
+async def test_partial_indexes_on_both_backends(any_store: MemoryStore) -> None:
+    """Migrations 0001 and 0004 make both item indexes partial, on PostgreSQL too."""
+    from sqlalchemy import text
+
+    if any_store.database.dialect == "postgresql":
+        query = text("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'items'")
+    else:
+        query = text("SELECT name, sql FROM sqlite_master WHERE tbl_name = 'items'")
+    found = dict(await any_store.database.run_read(lambda conn: conn.execute(query).all()))
+    assert "fate IS NULL" in found["ix_items_active"]
+    assert "removed_by IS NOT NULL" in found["ix_items_removed"]

@@ -118,14 +118,21 @@ async def test_constraint_and_index_names_match_the_models(db_path: Path) -> Non
             assert reflected.get_pk_constraint(table.name)["name"] == f"pk_{table.name}"
 
 
-async def test_active_items_index_is_partial(db_path: Path) -> None:
-    """Autogenerate does not compare index predicates: check the one the snapshot reads need."""
+async def test_the_partial_indexes_are_partial(db_path: Path) -> None:
+    """Autogenerate does not compare index predicates: check them here, and that the queries
+    they exist for use them (snapshots; what a compaction removed, and the foreign key)."""
     await open_once(db_path)
     with closing(sqlite3.connect(db_path)) as conn:
-        (sql,) = conn.execute(
-            "SELECT sql FROM sqlite_master WHERE name = 'ix_items_active'"
-        ).fetchone()
-    assert "WHERE fate IS NULL" in sql
+        indexes = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index'"))
+        active = "SELECT id FROM items WHERE session_id = 's' AND fate IS NULL ORDER BY seq"
+        removed = "SELECT count(*) FROM items WHERE session_id = 's' AND removed_by = 1"
+        plans = {
+            q: str(conn.execute(f"EXPLAIN QUERY PLAN {q}").fetchall()) for q in (active, removed)
+        }
+    assert indexes["ix_items_active"].endswith("WHERE fate IS NULL")
+    assert indexes["ix_items_removed"].endswith("WHERE removed_by IS NOT NULL")
+    assert "ix_items_active" in plans[active]
+    assert "ix_items_removed" in plans[removed]
 
 
 async def test_downgrade_to_base_and_upgrade_again(db_path: Path) -> None:

@@ -11,7 +11,8 @@ Design notes:
 * Nothing is deleted by compaction: a removed item keeps its row with ``fate`` and the
   compaction number (``removed_by``) that removed it; the composite foreign key makes a fate
   that points at a compaction that never committed impossible.
-* The partial index on active items keeps snapshot reads flat as the history grows.
+* The partial index on active items keeps snapshot reads flat as the history grows; the one
+  on removed items is partial too, so appends and compactions maintain only what is read.
 * Long-term memory is two tables beside the sessions: ``ltm_entries`` holds each live entry
   (one row per scope and key), ``ltm_history`` every change ever made (set, delete, expire).
   A (scope, key)'s versions never repeat, even across a delete and a re-create (the unique
@@ -165,6 +166,8 @@ compactions = Table(
 
 #: Active items: the partial index keeps snapshot reads flat as the history grows.
 _ACTIVE = text("fate IS NULL")
+#: Removed items: what reports and the foreign key to compactions look up (migration 0004).
+_REMOVED = text("removed_by IS NOT NULL")
 
 items = Table(
     "items",
@@ -198,12 +201,12 @@ items = Table(
         ondelete="CASCADE",
     ),
     Index("ix_items_active", "session_id", "seq", sqlite_where=_ACTIVE),
-    Index("ix_items_removed", "session_id", "removed_by"),
+    Index("ix_items_removed", "session_id", "removed_by", sqlite_where=_REMOVED),
 )
 
 
 def add_postgresql_options() -> None:
-    """Give the partial index its PostgreSQL ``WHERE`` too (idempotent).
+    """Give the partial indexes their PostgreSQL ``WHERE`` too (idempotent).
 
     Declared in the ``Index(...)`` call, ``postgresql_where`` would import the PostgreSQL
     dialect with this module (~20 ms of every CLI start-up, SQLite users included), so it is
@@ -211,8 +214,10 @@ def add_postgresql_options() -> None:
     (migration 0001 creates the index partial on both backends); this keeps the models equal
     to it.
     """
-    index = next(ix for ix in items.indexes if ix.name == "ix_items_active")
-    index.dialect_options["postgresql"]["where"] = _ACTIVE
+    for index in items.indexes:
+        where = index.dialect_options["sqlite"]["where"]
+        if where is not None:  # the same WHERE on both backends
+            index.dialect_options["postgresql"]["where"] = where
 
 
 summaries = Table(
