@@ -190,3 +190,68 @@ def test_a_store_can_be_read_and_closed_from_an_atexit_handler(tmp_path: Path) -
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "['hello']"
+
+
+def sqlite_threads() -> int:
+    return sum(thread.name == "memstore-sqlite" for thread in threading.enumerate())
+
+
+async def wait_until(condition: Any, seconds: float = 5.0) -> bool:
+    """Poll ``condition`` (a liveness bound: threads end and connections return asynchronously)."""
+    for _ in range(int(seconds / 0.01)):
+        if condition():
+            return True
+        await asyncio.sleep(0.01)
+    return bool(condition())
+
+
+async def test_a_cancelled_read_is_interrupted(db_path: Path) -> None:
+    async with MemoryStore.open(db_path) as store:
+        task = asyncio.create_task(
+            store.database.run_read(lambda conn: conn.execute(SLOW, {"n": 50_000_000}).all())
+        )
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        # Run to its end, the count would hold its connection for several seconds.
+        assert await wait_until(lambda: checked_out(store) == 0, seconds=2.0)
+
+
+async def test_threads_stay_few_under_many_concurrent_writes_and_end_with_the_store(
+    db_path: Path,
+) -> None:
+    from memstore.db.threaded import READERS, WRITERS
+
+    before = sqlite_threads()
+    most = 0
+
+    async def watch() -> None:
+        nonlocal most
+        while True:
+            most = max(most, sqlite_threads() - before)
+            await asyncio.sleep(0.001)
+
+    async with MemoryStore.open(db_path) as store:
+        watcher = asyncio.create_task(watch())
+        entries = await asyncio.gather(*(store.ltm.set(f"k{i}", i) for i in range(200)))
+        listed = await asyncio.gather(*(store.ltm.list() for _ in range(50)))
+        watcher.cancel()
+        assert len(entries) == 200 and all(len(found) == 200 for found in listed)
+    assert 0 < most <= READERS + WRITERS
+    assert await wait_until(lambda: sqlite_threads() <= before)
+
+
+async def test_the_threads_of_a_store_never_closed_end_when_it_is_collected(
+    db_path: Path,
+) -> None:
+    import gc
+
+    before = sqlite_threads()
+    store = await MemoryStore.open(db_path)
+    await store.ltm.set("k", 1)
+    assert await store.ltm.get("k") is not None
+    assert sqlite_threads() > before
+    del store
+    gc.collect()
+    assert await wait_until(lambda: sqlite_threads() <= before)

@@ -206,10 +206,13 @@ def append_steps(
     )
 
 
+_CREATED_AT = [column.name for column in ITEM_COLUMNS].index("created_at")
+
+
 def _item_values(found: Mapping[str, Any]) -> list[Any]:
     """A row of ``ITEM_COLUMNS`` fetched by the steps' driver, as :func:`row_to_item` takes it."""
     values = [found[column.name] for column in ITEM_COLUMNS]
-    created = ITEM_COLUMNS.index(items.c.created_at)
+    created = _CREATED_AT
     if isinstance(values[created], str):  # the stdlib driver's raw text (SQLite writer thread)
         decoded = datetime.fromisoformat(values[created])
         values[created] = UTCDateTime().process_result_value(decoded, None)  # type: ignore[arg-type]

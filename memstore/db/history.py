@@ -8,13 +8,13 @@ from sqlalchemy import Connection, select
 
 from memstore.db.engine import Database
 from memstore.db.reads import (
+    compaction_rows,
     fetch_session_row,
-    items_query,
+    read_items,
     report_from_record,
     row_to_info,
-    row_to_item,
 )
-from memstore.db.tables import compactions, summaries
+from memstore.db.tables import summaries
 from memstore.errors import SessionNotFoundError
 from memstore.model import SessionHistory
 
@@ -32,13 +32,8 @@ def _load_history(conn: Connection, session_id: str) -> SessionHistory:
     row = fetch_session_row(conn, session_id)
     if row is None:
         raise SessionNotFoundError(session_id)
-    rows = conn.execute(items_query(session_id, active_only=False)).all()  # one fetchall
-    all_items = [row_to_item(row) for row in rows]
-    comp_rows = conn.execute(
-        select(compactions)
-        .where(compactions.c.session_id == session_id)
-        .order_by(compactions.c.number)
-    ).all()
+    all_items = read_items(conn, session_id, active_only=False)
+    comp_rows = compaction_rows(conn, session_id)
     summary_rows = conn.execute(
         select(summaries.c.compaction_number, summaries.c.content).where(
             summaries.c.session_id == session_id

@@ -151,7 +151,8 @@ async def session_infos(db: Database) -> list[SessionInfo]:
     return await db.run_read(_session_infos)
 
 
-def _items(conn: Connection, session_id: str, *, active_only: bool) -> list[MemoryItem]:
+def read_items(conn: Connection, session_id: str, *, active_only: bool) -> list[MemoryItem]:
+    """The session's items (or only the active ones), by seq, within an open transaction."""
     rows = conn.execute(items_query(session_id, active_only=active_only)).all()  # one fetchall
     return [row_to_item(row) for row in rows]
 
@@ -160,7 +161,7 @@ def _snapshot(conn: Connection, session_id: str) -> Snapshot | None:
     row = fetch_session_row(conn, session_id)
     if row is None:
         return None
-    active = _items(conn, session_id, active_only=True)
+    active = read_items(conn, session_id, active_only=True)
     return Snapshot(
         session_id=session_id,
         version=row.version,
@@ -212,12 +213,17 @@ _REPORT_COLUMNS = (
 )
 
 
-def _reports(conn: Connection, session_id: str) -> list[CompactionReport]:
-    rows = conn.execute(
+def compaction_rows(conn: Connection, session_id: str) -> Sequence[Row[Any]]:
+    """The session's ``compactions`` rows, by number, within an open transaction."""
+    return conn.execute(
         select(compactions)
         .where(compactions.c.session_id == session_id)
         .order_by(compactions.c.number)
     ).all()
+
+
+def _reports(conn: Connection, session_id: str) -> list[CompactionReport]:
+    rows = compaction_rows(conn, session_id)
     fates = conn.execute(
         select(items.c.id, items.c.fate, items.c.removed_by)
         .where(and_(items.c.session_id == session_id, items.c.removed_by.is_not(None)))
@@ -236,9 +242,9 @@ async def reports(db: Database, session_id: str) -> list[CompactionReport]:
 
 async def active_items(db: Database, session_id: str) -> list[MemoryItem]:
     """The session's active items, oldest first."""
-    return await db.run_read(partial(_items, session_id=session_id, active_only=True))
+    return await db.run_read(partial(read_items, session_id=session_id, active_only=True))
 
 
 async def all_items(db: Database, session_id: str) -> list[MemoryItem]:
     """Every item ever appended to the session (active and removed), by seq."""
-    return await db.run_read(partial(_items, session_id=session_id, active_only=False))
+    return await db.run_read(partial(read_items, session_id=session_id, active_only=False))

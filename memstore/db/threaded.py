@@ -10,15 +10,18 @@ processing and pool are SQLAlchemy's own either way; what changes, and why:
   a file (``sqlite://`` in memory), still use the async engine, imported on first use;
 * hand-offs: aiosqlite crosses to its thread once per DBAPI call (cursor, execute, each
   fetch); here a whole read is one hand-off (:meth:`ThreadedEngine.run`), and a statement of
-  a longer transaction is one, its rows fetched in the thread.
+  a write transaction is one, its rows fetched in the thread.
 
-The event loop never runs SQLite. Each transaction has a worker thread of its own for as long
-as it lasts, as aiosqlite gives each connection one: a transaction waiting for the write lock
-(``BEGIN IMMEDIATE`` under the busy timeout) holds only its own thread, never the one the
-lock holder needs next, and its calls run in order on one thread (a connection is never used
-by two threads at once). Clean-up is queued to that thread before anything is awaited, so it
-runs even when the caller is cancelled or its event loop is torn down. Workers are daemon
-threads kept in a small free list; they work during interpreter shutdown too (``atexit``).
+The event loop never runs SQLite. Reads share a few threads: in WAL mode they never wait for
+a lock. A write transaction has a thread of its own for as long as it lasts, as aiosqlite
+gives each connection one: waiting for the write lock (``BEGIN IMMEDIATE`` under the busy
+timeout) it holds only that thread, never the one the lock holder needs next, and its calls
+run in order there (a connection is never used by two threads at once). SQLite has one
+writer at a time, so at most :data:`WRITERS` write transactions per event loop are started
+at once; the others wait on the loop, holding no thread. Clean-up is queued to the thread
+before anything is awaited, so it runs even when the caller is cancelled or its loop torn
+down, and a cancelled caller's statement is interrupted. Workers are daemon threads (they
+also serve ``atexit`` handlers), stopped by ``dispose()`` or when the engine is collected.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import contextlib
 import os
 import queue
 import threading
+import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
@@ -39,17 +43,21 @@ from sqlalchemy.engine import Connection, Engine
 
 T = TypeVar("T")
 
-#: Idle workers kept for the next transaction (more are started when more run at once).
-IDLE_WORKERS = 4
+#: Threads serving reads, shared by all of them.
+READERS = 4
+#: Write transactions started at once per event loop (more would only queue inside SQLite).
+WRITERS = 4
 _Call = tuple[Callable[[], Any], "concurrent.futures.Future[Any]"]
 
 
-class _Worker:
-    """One daemon thread running the calls submitted to it, in order."""
+class _Workers:
+    """Daemon threads running the calls submitted to them; with one thread, in order."""
 
-    def __init__(self) -> None:
+    def __init__(self, threads: int = 1) -> None:
         self._calls: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
-        threading.Thread(target=self._loop, name="memstore-sqlite", daemon=True).start()
+        self._threads = threads
+        for _ in range(threads):
+            threading.Thread(target=self._loop, name="memstore-sqlite", daemon=True).start()
 
     def submit(self, fn: Callable[[], T]) -> concurrent.futures.Future[T]:
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
@@ -57,17 +65,25 @@ class _Worker:
         return future
 
     def stop(self) -> None:
-        self._calls.put(None)
+        """Let the threads end once the calls queued so far have run."""
+        for _ in range(self._threads):
+            self._calls.put(None)
 
     def _loop(self) -> None:
         while (call := self._calls.get()) is not None:
-            fn, future = call
-            if not future.set_running_or_notify_cancel():  # cancelled before it started
-                continue
-            try:
-                future.set_result(fn())
-            except BaseException as error:  # the caller's to handle, in its own thread
-                future.set_exception(error)
+            self._run(*call)
+            # Keep nothing of a finished call while idle: its future's callbacks refer to the
+            # engine, which must stay collectable (its finalizer stops these threads).
+            del call
+
+    @staticmethod
+    def _run(fn: Callable[[], Any], future: concurrent.futures.Future[Any]) -> None:
+        if not future.set_running_or_notify_cancel():  # cancelled before it started
+            return
+        try:
+            future.set_result(fn())
+        except BaseException as error:  # the caller's to handle, in its own thread
+            future.set_exception(error)
 
 
 def _execute(conn: Connection, statement: Any, parameters: Any) -> Any:
@@ -87,13 +103,40 @@ def _execute(conn: Connection, statement: Any, parameters: Any) -> Any:
     return buffered
 
 
-class ThreadedConnection:
-    """One transaction's connection, with the awaitable methods memstore's queries use."""
+class _Interruptible:
+    """The sqlite3 connection a call is using, to interrupt it, safely, from another thread.
 
-    def __init__(self, conn: Connection, worker: _Worker) -> None:
+    ``interrupt()`` acts only while the call runs: once the call is done the connection goes
+    back to the pool, where interrupting it could stop someone else's statement.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._raw: Any = None
+
+    @contextlib.contextmanager
+    def running(self, conn: Connection) -> Any:
+        with self._lock:
+            self._raw = conn.connection.dbapi_connection
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._raw = None
+
+    def interrupt(self) -> None:
+        with self._lock:
+            if self._raw is not None:
+                self._raw.interrupt()
+
+
+class ThreadedConnection:
+    """One write transaction's connection, with the awaitable methods its queries use."""
+
+    def __init__(self, conn: Connection, worker: _Workers) -> None:
         self._conn = conn
         self._worker = worker
-        self._running: concurrent.futures.Future[Any] | None = None
+        self._current = _Interruptible()
 
     async def execute(self, statement: Any, parameters: Any = None) -> Any:
         """Execute ``statement``; the result is fully fetched (``first()``, ``all()``, ...)."""
@@ -104,19 +147,19 @@ class ThreadedConnection:
         return await self._call(partial(fn, self._conn, *args))
 
     async def _call(self, fn: Callable[[], T]) -> T:
-        self._running = future = self._worker.submit(fn)
-        return await asyncio.wrap_future(future)
+        def call() -> T:
+            with self._current.running(self._conn):
+                return fn()
+
+        return await asyncio.wrap_future(self._worker.submit(call))
 
     def end(self, commit: bool) -> concurrent.futures.Future[None]:
         """Queue the commit (or rollback) and the connection's return; a future of it.
 
         Queued at once, behind any statement still running, so it happens even if no one
-        awaits it. A statement left running by a cancelled caller is interrupted first
-        (sqlite3's ``interrupt()`` is safe from any thread).
+        awaits it; a statement left running by a cancelled caller is interrupted first.
         """
-        running = self._running
-        if running is not None and not running.done():
-            self._conn.connection.dbapi_connection.interrupt()  # type: ignore[union-attr]
+        self._current.interrupt()
 
         def end() -> None:
             try:
@@ -140,45 +183,77 @@ class ThreadedEngine:
 
     def __init__(self, engine: Engine) -> None:
         self.sync_engine = engine
-        self._idle: collections.deque[_Worker] = collections.deque()  # append/pop: atomic
         self._pid = os.getpid()
+        self._readers: list[_Workers] = []  # at most one; a list so the finalizer can empty it
+        self._idle: collections.deque[_Workers] = collections.deque()  # append/pop: atomic
+        self._gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
+        self._gates = weakref.WeakKeyDictionary()
+        self._closed = False
+        # Stop the threads of a store that is never closed once it is collected.
+        weakref.finalize(self, _stop_all, self._idle, self._readers)
 
-    def _take(self) -> _Worker:
+    def _check_process(self) -> None:
         if self._pid != os.getpid():  # threads do not survive fork: the parent's are gone
-            self._idle, self._pid = collections.deque(), os.getpid()
+            self._idle.clear()
+            self._readers.clear()
+            self._pid = os.getpid()
+
+    def _reader_threads(self) -> _Workers:
+        self._check_process()
+        if not self._readers:
+            self._readers.append(_Workers(READERS))
+        return self._readers[0]
+
+    def _take(self) -> _Workers:
+        self._check_process()
         try:
             return self._idle.pop()
         except IndexError:
-            return _Worker()
+            return _Workers()
 
-    def _give(self, worker: _Worker) -> None:
-        if self._pid == os.getpid() and len(self._idle) < IDLE_WORKERS:
+    def _give(self, worker: _Workers) -> None:
+        if not self._closed and self._pid == os.getpid() and len(self._idle) < WRITERS:
             self._idle.append(worker)
         else:
             worker.stop()
 
-    def _submit(self, worker: _Worker, fn: Callable[[], T]) -> concurrent.futures.Future[T]:
-        """``fn`` on ``worker``, which goes back to the free list once it has run."""
-        future = worker.submit(fn)
-        future.add_done_callback(lambda _: self._give(worker))
-        return future
-
     async def run(self, fn: Callable[[Connection], T], **options: Any) -> T:
-        """``fn(connection)`` inside one transaction, all of it one call in a worker thread.
+        """``fn(connection)`` inside one read transaction, all of it one call in a thread.
 
-        A cancelled caller stops waiting; the call itself finishes and cleans up after itself.
+        A cancelled caller interrupts the statement running for it.
         """
+        current = _Interruptible()
 
         def work() -> T:
-            with self.sync_engine.connect().execution_options(**options) as conn, conn.begin():
+            with (
+                self.sync_engine.connect().execution_options(**options) as conn,
+                conn.begin(),
+                current.running(conn),
+            ):
                 return fn(conn)
 
-        return await asyncio.wrap_future(self._submit(self._take(), work))
+        future = self._reader_threads().submit(work)
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            current.interrupt()
+            raise
+
+    def _gate(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        gate = self._gates.get(loop)
+        if gate is None:
+            gate = self._gates[loop] = asyncio.Semaphore(WRITERS)
+        return gate
 
     @asynccontextmanager
     async def transaction(self, **options: Any) -> AsyncIterator[ThreadedConnection]:
-        """A connection inside one transaction (``options``: execution options, before BEGIN)."""
+        """A write transaction's connection (``options``: execution options, before BEGIN)."""
+        async with self._gate(), self._pinned(options) as conn:
+            yield conn
 
+    @asynccontextmanager
+    async def _pinned(self, options: dict[str, Any]) -> AsyncIterator[ThreadedConnection]:
         def begin() -> Connection:
             conn = self.sync_engine.connect().execution_options(**options)
             try:
@@ -209,7 +284,7 @@ class ThreadedEngine:
         ended.add_done_callback(lambda _: self._give(worker))
         await asyncio.shield(asyncio.wrap_future(ended))
 
-    def _abandon(self, began: concurrent.futures.Future[Connection], worker: _Worker) -> None:
+    def _abandon(self, began: concurrent.futures.Future[Connection], worker: _Workers) -> None:
         if began.cancelled() or began.exception() is not None:
             self._give(worker)
             return
@@ -218,11 +293,18 @@ class ThreadedEngine:
             with contextlib.closing(began.result()) as conn:
                 conn.rollback()
 
-        self._submit(worker, end)
+        worker.submit(end).add_done_callback(lambda _: self._give(worker))
 
     async def dispose(self) -> None:
-        """Close every pooled connection, and the idle workers."""
-        await asyncio.wrap_future(self._submit(self._take(), self.sync_engine.dispose))
-        while self._idle:
-            with contextlib.suppress(IndexError):
-                self._idle.pop().stop()
+        """Close every pooled connection and stop the threads; workers still busy stop after."""
+        self._closed = True
+        await asyncio.wrap_future(self._reader_threads().submit(self.sync_engine.dispose))
+        _stop_all(self._idle, self._readers)
+
+
+def _stop_all(idle: collections.deque[_Workers], readers: list[_Workers]) -> None:
+    while idle:
+        with contextlib.suppress(IndexError):
+            idle.pop().stop()
+    while readers:
+        readers.pop().stop()
