@@ -15,6 +15,7 @@ import socket
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -206,3 +207,30 @@ def row_counts(path: Path) -> dict[str, int]:
             table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
             for table in ("sessions", "items", "compactions", "summaries")
         }
+
+
+@asynccontextmanager
+async def write_lock_held(url: str) -> AsyncIterator[None]:
+    """Another client holds the session's row lock (PostgreSQL) or the write lock (SQLite)."""
+    if url.startswith("postgresql"):
+        import asyncpg  # type: ignore[import-untyped]
+
+        conn = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://", 1))
+        tx = conn.transaction()
+        await tx.start()
+        await conn.execute("SELECT 1 FROM sessions WHERE id = 'incident-42' FOR UPDATE")
+        try:
+            yield
+        finally:
+            await tx.rollback()
+            await conn.close()
+    else:
+        import sqlite3
+
+        conn = sqlite3.connect(url, isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        finally:
+            conn.execute("ROLLBACK")
+            conn.close()

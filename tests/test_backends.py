@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ from conftest import (
     WORKED_LIMITS,
     add_worked_example,
     table_counts,
+    write_lock_held,
 )
 
 from memstore import (
@@ -26,33 +25,6 @@ from memstore import (
     WordEstimator,
 )
 from memstore.cli import main
-
-
-@asynccontextmanager
-async def write_lock_held(url: str) -> AsyncIterator[None]:
-    """Another client holds the session's row lock (PostgreSQL) or the write lock (SQLite)."""
-    if url.startswith("postgresql"):
-        import asyncpg  # type: ignore[import-untyped]
-
-        conn = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://", 1))
-        tx = conn.transaction()
-        await tx.start()
-        await conn.execute("SELECT 1 FROM sessions WHERE id = 'incident-42' FOR UPDATE")
-        try:
-            yield
-        finally:
-            await tx.rollback()
-            await conn.close()
-    else:
-        import sqlite3
-
-        conn = sqlite3.connect(url, isolation_level=None)
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        finally:
-            conn.execute("ROLLBACK")
-            conn.close()
 
 
 @pytest.mark.parametrize("content", ["nul \x00 inside", "lone \ud800 surrogate", "   "])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import write_lock_held
 from sqlalchemy import text
 
 from memstore import (
@@ -105,18 +105,6 @@ async def test_a_failed_statement_rolls_back_its_write_transaction(db_path: Path
         assert checked_out(store) == 0
 
 
-@contextlib.contextmanager
-def write_lock_held(path: Path) -> Any:
-    """Another connection (another process, as far as the store can tell) holds the lock."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    finally:
-        conn.execute("ROLLBACK")
-        conn.close()
-
-
 async def test_writes_waiting_for_the_lock_never_hold_up_the_holder(db_path: Path) -> None:
     """Each transaction has its own worker: a waiter cannot take the thread the holder needs."""
     async with MemoryStore.open(db_path) as store:
@@ -130,7 +118,7 @@ async def test_reads_go_on_while_writes_wait_for_another_process(db_path: Path) 
     async with MemoryStore.open(db_path, settings=settings) as store:
         memory = store.session("s", estimator=WordEstimator(), limits=LIMITS)
         await memory.add("user", "readable while the lock is held")
-        with write_lock_held(db_path):
+        async with write_lock_held(str(db_path)):
             waiting = [asyncio.create_task(store.ltm.set(f"k{i}", i)) for i in range(8)]
             await asyncio.sleep(0.1)  # all eight are inside BEGIN IMMEDIATE, waiting
             # A liveness bound, not a speed test: stuck behind the waiters, the read would
@@ -145,8 +133,9 @@ async def test_a_write_cancelled_while_waiting_for_the_lock_leaves_nothing_behin
 ) -> None:
     async with MemoryStore.open(db_path, settings=Settings(busy_timeout_s=4.0)) as store:
         memory = store.session("s", estimator=WordEstimator(), limits=LIMITS)
-        with write_lock_held(db_path), pytest.raises(TimeoutError):
-            await asyncio.wait_for(store.ltm.set("k", 1), timeout=0.2)
+        async with write_lock_held(str(db_path)):
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(store.ltm.set("k", 1), timeout=0.2)
         # Its BEGIN got the lock once it was released; the abandoned transaction was rolled
         # back and its connection returned, so the lock is free for everyone else.
         await memory.add("user", "after the cancelled write")
