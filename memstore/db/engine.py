@@ -323,7 +323,7 @@ class Database:
         """Finish queued writes, then close every connection; later writes are refused."""
         self._closed = True
         if self._writer_thread is not None:
-            await asyncio.get_running_loop().run_in_executor(None, self._writer_thread.close)
+            await asyncio.wrap_future(self._writer_thread.close())
             self._writer_thread = None
         with translate_errors():
             await self.engine.dispose()

@@ -16,6 +16,7 @@ its write durable: one fsync per batch instead of one per write, with the same g
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import operator
 import os
@@ -125,6 +126,7 @@ class SqliteWriter:
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._closed = False
+        self._stopped: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._thread = threading.Thread(target=self._loop, name="memstore-writer", daemon=True)
         self._thread.start()
 
@@ -147,15 +149,22 @@ class SqliteWriter:
         """True while this process's writer thread runs and accepts work."""
         return not self._closed and self._thread.is_alive() and self.pid == os.getpid()
 
-    def close(self) -> None:
-        """Finish the writes queued so far, then stop the thread and close the connection."""
+    def close(self) -> concurrent.futures.Future[None]:
+        """Finish the writes queued so far, then stop the thread and close the connection.
+
+        Returns a future that is done once the thread has stopped. (A future, not a join: the
+        caller awaits it without another thread, which interpreter shutdown would refuse to
+        start when a store is closed from an ``atexit`` handler.)
+        """
         with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._jobs.put(None)
-        if self._thread.is_alive() and self.pid == os.getpid():
-            self._thread.join()
+            if not self._closed:
+                self._closed = True
+                self._jobs.put(None)
+        if not self._thread.is_alive() or self.pid != os.getpid():
+            done: concurrent.futures.Future[None] = concurrent.futures.Future()
+            done.set_result(None)
+            return done
+        return self._stopped
 
     # -- the writer thread -----------------------------------------------------------------
 
@@ -204,6 +213,7 @@ class SqliteWriter:
                 _answer(job, outcome, failed)
         if conn is not None:
             conn.close()
+        self._stopped.set_result(None)
 
     def _commit(self, conn: sqlite3.Connection, batch: list[_Job]) -> list[tuple[Any, bool]]:
         with translate_errors():
