@@ -120,7 +120,7 @@ async def test_reads_go_on_while_writes_wait_for_another_process(db_path: Path) 
         await memory.add("user", "readable while the lock is held")
         async with write_lock_held(str(db_path)):
             waiting = [asyncio.create_task(store.ltm.set(f"k{i}", i)) for i in range(8)]
-            await asyncio.sleep(0.1)  # all eight are inside BEGIN IMMEDIATE, waiting
+            await asyncio.sleep(0.1)  # four wait inside BEGIN IMMEDIATE, four for their turn
             # A liveness bound, not a speed test: stuck behind the waiters, the read would
             # last until their busy timeout (4 s).
             items = await asyncio.wait_for(memory.items(), timeout=2.0)
