@@ -113,3 +113,19 @@ async def open_memory(template: Path, db_path: Path) -> AsyncIterator[SessionMem
         assert [i.content for i in await handle.items()] == [FIRST]
         assert counts(db_path)["items"] == 1
         yield handle
+
+
+# Fixtures of the bad-input modules (conftest loads this module as a plugin).
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The migrated one-item database, built once per test module."""
+    return build_template(tmp_path_factory)
+
+
+@pytest.fixture
+async def memory(template: Path, db_path: Path) -> AsyncIterator[SessionMemory]:
+    """A fresh copy of the template, opened with a 100-byte item limit."""
+    async with open_memory(template, db_path) as handle:
+        yield handle

@@ -25,6 +25,9 @@ import pytest
 from memstore import MemoryKind, MemoryLimits, MemoryStore, Priority, WordEstimator
 from memstore.model import DEFAULT_KIND, MemoryItem
 
+#: The bad-input modules' fixtures (``template``, ``memory``) live beside their helpers.
+pytest_plugins = ["badinput"]
+
 _real_connect = socket.socket.connect
 
 

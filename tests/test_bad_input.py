@@ -7,7 +7,6 @@ Every bad input gets a typed error naming the field, and nothing is written (see
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +17,8 @@ from badinput import (
     MAX_BYTES,
     SESSION,
     assert_rejected,
-    build_template,
     check_error,
     counts,
-    open_memory,
     state,
 )
 
@@ -41,18 +38,6 @@ from memstore import (
     ValidationError,
     WordEstimator,
 )
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_template(tmp_path_factory)
-
-
-@pytest.fixture
-async def memory(template: Path, db_path: Path) -> AsyncIterator[SessionMemory]:
-    async with open_memory(template, db_path) as handle:
-        yield handle
-
 
 # -- content ---------------------------------------------------------------------------------
 

@@ -12,7 +12,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
 from contextlib import closing
 from pathlib import Path
 
@@ -22,11 +21,9 @@ from badinput import (
     LIMITS,
     REPO_ROOT,
     SESSION,
-    build_template,
     close_leaked_connections,
     counts,
     digest,
-    open_memory,
     sidecars,
     state,
 )
@@ -44,18 +41,6 @@ from memstore import (
     WordEstimator,
 )
 from memstore.db.migrate import head_revision
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_template(tmp_path_factory)
-
-
-@pytest.fixture
-async def memory(template: Path, db_path: Path) -> AsyncIterator[SessionMemory]:
-    async with open_memory(template, db_path) as handle:
-        yield handle
-
 
 # -- database files --------------------------------------------------------------------------
 
