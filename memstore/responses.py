@@ -40,7 +40,7 @@ MEMORIES_PREAMBLE = (
 )
 MEMORIES_OPEN = "<memories>"
 MEMORIES_CLOSE = "</memories>"
-#: Characters escaped as \uXXXX in a memory line besides the fence's own (<, >, &):
+#: Characters escaped as \uXXXX in a fenced data line besides the fences' own (<, >, &):
 #: controls, format characters (bidi overrides, zero-width), line and paragraph separators,
 #: private use, surrogates and unassigned code points.
 _ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Co", "Cs", "Cn"})
@@ -83,22 +83,15 @@ def _json_escape(char: str) -> str:
     return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
-def memory_line(entry: LongTermEntry) -> str:
-    """One entry as one line of JSON that cannot close the memories fence.
+def data_line(value: Any) -> str:
+    """``value`` as one line of compact JSON that cannot close a fence or break a line.
 
     Outside its strings, compact JSON is ASCII punctuation, digits and letters, so escaping
-    characters *inside* strings as ``\\uXXXX`` keeps it the same JSON value.
+    characters *inside* strings as ``\\uXXXX`` keeps it the same JSON value (``json.loads``
+    gives it back). Used for every fenced block of data: long-term memories, and the items
+    and summary sent to the summarizing model.
     """
-    text = json.dumps(
-        {
-            "scope": entry.scope,
-            "key": entry.key,
-            "value": entry.value,
-            "updated_at": entry.updated_at.isoformat(timespec="seconds"),
-        },
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     if text.isascii() and text.isprintable():
         return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
     return "".join(
@@ -106,6 +99,18 @@ def memory_line(entry: LongTermEntry) -> str:
         if char in "<>&" or unicodedata.category(char) in _ESCAPED_CATEGORIES
         else char
         for char in text
+    )
+
+
+def memory_line(entry: LongTermEntry) -> str:
+    """One entry as one line of JSON that cannot close the memories fence (:func:`data_line`)."""
+    return data_line(
+        {
+            "scope": entry.scope,
+            "key": entry.key,
+            "value": entry.value,
+            "updated_at": entry.updated_at.isoformat(timespec="seconds"),
+        }
     )
 
 
