@@ -366,6 +366,8 @@ BAD_SETTINGS = [
     ("summarizer_timeout_s", {"summarizer_timeout_s": 0}),
     ("lease_s", {"lease_s": False}),
     ("sqlite_synchronous", {"sqlite_synchronous": "SOMETIMES"}),
+    ("sqlite_loop_commit_ms", {"sqlite_loop_commit_ms": -1.0}),
+    ("sqlite_loop_commit_ms", {"sqlite_loop_commit_ms": float("nan")}),
 ]
 
 
@@ -383,6 +385,8 @@ def test_invalid_settings(field: str, kwargs: dict[str, Any]) -> None:
         ({"MEMSTORE_BUSY_TIMEOUT": "soon"}, "MEMSTORE_BUSY_TIMEOUT"),
         ({"MEMSTORE_BUSY_TIMEOUT": "-1"}, "MEMSTORE_BUSY_TIMEOUT"),
         ({"MEMSTORE_LEASE_SECONDS": "0"}, "MEMSTORE_LEASE_SECONDS"),
+        ({"MEMSTORE_SQLITE_LOOP_COMMIT_MS": "-2"}, "MEMSTORE_SQLITE_LOOP_COMMIT_MS"),
+        ({"MEMSTORE_SQLITE_LOOP_COMMIT_MS": "never"}, "MEMSTORE_SQLITE_LOOP_COMMIT_MS"),
     ],
 )
 def test_invalid_settings_from_env(env: dict[str, str], var: str) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from memstore import IdempotencyConflictError, MemoryLimits, MemoryStore, WordEstimator
+from memstore.config import Settings
 from memstore.db import sqlite_writer
 
 LIMITS = MemoryLimits(hard=10**9, target=10**8, keep_recent=4)
@@ -69,8 +70,8 @@ async def test_writer_restarts_after_close_and_in_a_new_loop(db_path: Path) -> N
 
 
 def test_a_caller_whose_loop_closed_does_not_kill_the_writer(db_path: Path) -> None:
-    async def opened() -> MemoryStore:
-        return await MemoryStore.open(db_path)
+    async def opened() -> MemoryStore:  # every write through the thread: it answers late
+        return await MemoryStore.open(db_path, settings=Settings(sqlite_loop_commit_ms=0))
 
     store = asyncio.run(opened())
     memory = store.session("g", estimator=WordEstimator(), limits=LIMITS)

@@ -287,6 +287,9 @@ class Database:
             return None
         if self._closed:
             raise StorageError("the store is closed")
+        current = self._writer_thread
+        if current is not None and current.usable:  # every write asks: no lock, no import
+            return current
         from memstore.db.sqlite_writer import writer_for  # it imports this module
 
         with self._writer_lock:  # two threads must not each start a writer
