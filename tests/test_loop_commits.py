@@ -62,6 +62,24 @@ async def test_writers_ready_in_one_tick_commit_together_on_the_loop(
         assert await store.check() == []
 
 
+async def test_writers_that_keep_appending_keep_committing_together(
+    db_path: Path, commits: list[tuple[bool, int]]
+) -> None:
+    """Round after round, not only the first: the answered writers must not split into ones."""
+    async with MemoryStore.open(db_path) as store:
+        memory = store.session("s", estimator=WordEstimator(), limits=LIMITS)
+        await memory.add("user", "the session exists")
+
+        async def writer(n: int) -> None:
+            for i in range(10):
+                await memory.add("user", f"writer {n} message {i}")
+
+        await asyncio.gather(*(writer(n) for n in range(8)))
+        assert sum(size for _, size in commits) == 81
+        assert len(commits) <= 1 + 10 + 2, commits  # about one commit per round of 8
+        assert (await store.session_info("s")).items_total == 81
+
+
 async def test_a_held_lock_sends_the_write_to_the_thread_and_never_stalls_the_loop(
     db_path: Path, commits: list[tuple[bool, int]]
 ) -> None:

@@ -207,11 +207,16 @@ class SqliteWriter:
                 if job in self._gathering:
                     self._gathering.remove(job)
             raise
-        with self._lock:  # at most MAX_BATCH: the owner of any job left takes the next ones
+        with self._lock:
+            # Only a writer whose job is still waiting leads. One taken along by an earlier
+            # leader must not take the jobs gathered since: they are the next tick's, and
+            # committing them now would break every later tick into commits of one.
+            if job not in self._gathering:
+                return
+            # At most MAX_BATCH: the owner of any job left over leads the next commit.
             batch = self._gathering[:MAX_BATCH]
             del self._gathering[:MAX_BATCH]
-        # Empty when an earlier writer of the tick took this job along (it may be answered).
-        if batch and not (self._on_loop is not None and self._on_loop.commit(batch)):
+        if not (self._on_loop is not None and self._on_loop.commit(batch)):
             with self._lock:
                 self._hand_over(batch)
 
