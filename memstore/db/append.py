@@ -234,7 +234,9 @@ async def append(
     """
     try:
         return await run_steps(
-            db, lambda dialect: append_steps(dialect, session_id, estimator, limits, new)
+            db,
+            lambda dialect: append_steps(dialect, session_id, estimator, limits, new),
+            size=len(new.content),
         )
     except Duplicate as duplicate:  # raised inside the transaction: it rolled back
         return duplicate.result

@@ -245,4 +245,8 @@ async def commit_compaction(
         CompactionConflictError: another compaction committed since the plan's snapshot, or
             this worker's lease was taken over (fencing); nothing was written.
     """
-    return await run_steps(db, lambda _: commit_steps(plan, ctx))
+    # About what it stores: the summary, and a short update per removed item.
+    size = len(plan.summary or "") + 100 * (
+        len(plan.dropped) + len(plan.summarized) + len(plan.evicted)
+    )
+    return await run_steps(db, lambda _: commit_steps(plan, ctx), size=size)

@@ -18,13 +18,14 @@ writing, the event loop's own thread commits instead (:class:`_LoopCommits`), on
 connection that never waits: a write first yields the loop once, so writers that are ready in
 the same tick join it (group commit still happens), then commits them with ``BEGIN
 IMMEDIATE`` under ``busy_timeout = 0``. Anything else goes to the thread, which waits for the
-lock as usual: the thread already has work, the lock is held (another process is writing), or
-recent commits were slower than ``Settings.sqlite_loop_commit_ms`` (a slow disk: the loop must
-not stall on its fsync). The loop's connection never checkpoints (copying the WAL into the
-database and syncing it takes milliseconds); every :data:`CHECKPOINT_EVERY` commits it asks
-the thread for one, and writes go to the thread until it is done. The guarantee is unchanged:
-each caller is answered after the COMMIT that made its write durable, with the same
-``synchronous`` setting.
+lock as usual: the lock is held (another process, or the thread itself, is writing), the
+batch is large (:data:`LOOP_MAX_JOBS`, :data:`LOOP_MAX_BYTES`), or recent commits were slower
+than ``Settings.sqlite_loop_commit_ms`` (a slow disk: the loop must not stall on its fsync; a
+new writer assumes slow until the thread's first commits say otherwise). The loop's
+connection never checkpoints (copying the WAL into the database and syncing it takes
+milliseconds); every :data:`CHECKPOINT_ROWS` rows it changed, it asks the thread for one,
+and writes go to the thread until it is done. The guarantee is unchanged: each caller is
+answered after the COMMIT that made its write durable, with the same ``synchronous`` setting.
 """
 
 from __future__ import annotations
@@ -51,9 +52,15 @@ from memstore.errors import StorageError
 
 #: Writes committed together at most: bounds one transaction's lock time and memory.
 MAX_BATCH = 256
-#: Commits on the loop's connection between two passive checkpoints by the thread. An append
-#: adds about four pages to the WAL, so this is close to SQLite's own autocheckpoint (1000).
-CHECKPOINT_EVERY = 250
+#: Rows changed on the loop's connection between two checkpoints by the thread. An append
+#: changes two rows (its item and the session) and adds about six pages to the WAL, so this is
+#: close to SQLite's own autocheckpoint (1000 pages). Counted in rows, not commits: one commit
+#: of a batch can hold many appends.
+CHECKPOINT_ROWS = 400
+#: The largest batch the loop commits itself, in jobs and in the bytes they said they store:
+#: the loop is blocked for the whole commit, so bigger batches are the thread's.
+LOOP_MAX_JOBS = 32
+LOOP_MAX_BYTES = 256 << 10
 #: Weight of the newest commit in the running estimate of how long a commit takes.
 _NEWEST_WEIGHT = 0.2
 _DIALECT = sqlite_dialect.dialect(paramstyle="qmark")
@@ -64,6 +71,7 @@ class _Job:
     factory: StepsFactory[Any]
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[Any]
+    size: int = 0  # about how many bytes the write stores
 
 
 class _Checkpoint:
@@ -169,28 +177,37 @@ class SqliteWriter:
         self._jobs: queue.SimpleQueue[_Job | _Checkpoint | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._closed = False
-        self._handed = 0  # jobs given to the thread and not answered yet: it is idle at 0
         self._gathering: list[_Job] = []  # jobs waiting one loop tick to commit on the loop
+        self._checkpoint_queued = False  # see request_checkpoint()
         budget_s = settings.sqlite_loop_commit_ms / 1000
         self._on_loop = _LoopCommits(self, budget_s) if budget_s > 0 else None
         self._stopped: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._thread = threading.Thread(target=self._loop, name="memstore-writer", daemon=True)
         self._thread.start()
 
-    async def run(self, factory: StepsFactory[T]) -> T:
+    async def run(self, factory: StepsFactory[T], size: int = 0) -> T:
         """Queue a write and wait until the transaction holding it has committed.
+
+        Args:
+            factory: The write's step generator.
+            size: About how many bytes it stores (a large write never commits on the loop).
 
         Raises:
             StorageError: the writer was closed (the store is closing or closed).
         """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        job = _Job(factory, loop, future)
+        job = _Job(factory, loop, future, size)
         on_loop = self._on_loop
         with self._lock:  # no job may slip in behind the stop signal
             if self._closed:
                 raise StorageError("the store is closed")
-            gather = on_loop is not None and self._handed == 0 and on_loop.fast
+            gather = (
+                on_loop is not None
+                and not self._checkpoint_queued
+                and size <= LOOP_MAX_BYTES
+                and on_loop.fast
+            )
             if gather:
                 self._gathering.append(job)
             else:  # the thread has work already: join its next batch
@@ -213,33 +230,60 @@ class SqliteWriter:
             # committing them now would break every later tick into commits of one.
             if job not in self._gathering:
                 return
-            # At most MAX_BATCH: the owner of any job left over leads the next commit.
-            batch = self._gathering[:MAX_BATCH]
-            del self._gathering[:MAX_BATCH]
+            batch, rest = self._take_batch(job)
+        # One commit on the loop per gathering: the jobs that do not fit go to the thread,
+        # after it (first, the thread would hold the lock it needs). Left for their owners,
+        # each would commit on the loop in this same tick, one after the other, and the loop
+        # would stand still for all of them.
         if not (self._on_loop is not None and self._on_loop.commit(batch)):
-            with self._lock:
-                self._hand_over(batch)
+            rest = batch + rest
+        with self._lock:
+            # Refused only if the store closed meanwhile, from another thread (close() hands
+            # every job still gathered to the thread itself).
+            self._hand_over(rest)
+
+    def _take_batch(self, leader: _Job) -> tuple[list[_Job], list[_Job]]:
+        """Empty the gathering (the caller holds ``_lock``): ``(for the loop, the rest)``.
+
+        The loop's batch is the leader's job and the oldest others within the loop's limits.
+        """
+        batch, rest = [leader], []
+        size = leader.size
+        for job in self._gathering:
+            if job is leader:
+                continue
+            if len(batch) < LOOP_MAX_JOBS and size + job.size <= LOOP_MAX_BYTES:
+                batch.append(job)
+                size += job.size
+            else:
+                rest.append(job)
+        self._gathering = []
+        return batch, rest
 
     def _hand_over(self, batch: list[_Job]) -> None:
         """Queue jobs for the thread (the caller holds ``_lock``); refused once closed."""
+        if not batch:
+            return
         if self._closed:
             _answer_all(batch, [(StorageError("the store is closed"), True)] * len(batch))
             return
-        self._handed += len(batch)
+        self._queue(batch)
+
+    def _queue(self, batch: list[_Job]) -> None:
         for job in batch:
             self._jobs.put(job)
 
     def request_checkpoint(self) -> None:
         """Ask the thread for a checkpoint (the loop's connection never runs one).
 
-        It counts as work handed to the thread, so writes that arrive meanwhile queue behind
-        it: with no frames appended while it runs, the checkpoint copies the whole WAL and
-        the next write starts the WAL over from its beginning. (A WAL that only grows costs
-        twice as much per fsync: the file's size changes with every commit.)
+        Until it has run, writes go to the thread and queue behind it: with no frames
+        appended while it runs, the checkpoint copies the whole WAL and the next write starts
+        the WAL over from its beginning. (A WAL that only grows costs twice as much per
+        fsync: the file's size changes with every commit.)
         """
         with self._lock:
-            if not self._closed:
-                self._handed += 1
+            if not self._closed and not self._checkpoint_queued:
+                self._checkpoint_queued = True
                 self._jobs.put(_CHECKPOINT)
 
     @property
@@ -256,6 +300,9 @@ class SqliteWriter:
         """
         with self._lock:
             if not self._closed:
+                # Writes submitted before close() are finished, gathered ones included.
+                gathered, self._gathering = self._gathering, []
+                self._queue(gathered)
                 self._closed = True
                 self._jobs.put(None)
         if self._on_loop is not None:
@@ -315,9 +362,11 @@ class SqliteWriter:
                 outcomes = self._begin_and_commit(conn, batch) if batch else []
             except BaseException as error:  # BEGIN or COMMIT failed: every caller hears it
                 outcomes = [(error, True)] * len(batch)
+            finally:
+                if checkpoint:  # done (or failed): the loop may commit again
+                    with self._lock:
+                        self._checkpoint_queued = False  # see request_checkpoint()
             _answer_all(batch, outcomes)
-            with self._lock:
-                self._handed -= len(batch) + checkpoint
         if conn is not None:
             conn.close()
         self._stopped.set_result(None)
@@ -398,17 +447,19 @@ class _LoopCommits:
     It owns a second connection to the file, with ``busy_timeout = 0`` (a held lock is
     reported at once, never waited for on the loop) and no autocheckpoint. It keeps a running
     estimate of how long a commit takes, fed by its own commits and the thread's; above the
-    budget every write goes to the thread until commits are fast again.
+    budget every write goes to the thread until commits are fast again. The estimate starts
+    above the budget: nothing is known of the disk yet, so the thread's first commits measure
+    it (a network filesystem never stalls the loop, not even once).
     """
 
     def __init__(self, writer: SqliteWriter, budget_s: float) -> None:
         self._writer = writer
         self._budget_s = budget_s
-        self._typical_s = 0.0
+        self._typical_s = 2 * budget_s
         self._lock = threading.Lock()  # one loop at a time (a store shared by threads' loops)
         self._conn: sqlite3.Connection | None = None
         self._closed = False
-        self._commits = 0
+        self._rows_since_checkpoint = 0
 
     @property
     def fast(self) -> bool:
@@ -432,24 +483,40 @@ class _LoopCommits:
             if self._closed:
                 return False
             start = time.perf_counter()
-            try:
-                if self._conn is None:
-                    self._conn = self._open()
-                self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error:
+            conn = self._begin()
+            if conn is None:
                 return False
             try:
-                outcomes = self._writer._commit(self._conn, batch)
+                changes = conn.total_changes
+                outcomes = self._writer._commit(conn, batch)
+                self._rows_since_checkpoint += conn.total_changes - changes
             except BaseException as error:  # COMMIT failed: every caller hears it
                 outcomes = [(error, True)] * len(batch)
+                if conn.in_transaction:  # its ROLLBACK failed too: never keep the lock
+                    self._discard()
             self.observe(time.perf_counter() - start)
-            self._commits += 1
-            if self._commits % CHECKPOINT_EVERY == 0:
+            if self._rows_since_checkpoint >= CHECKPOINT_ROWS:
+                self._rows_since_checkpoint = 0
                 self._writer.request_checkpoint()
         finally:
             self._lock.release()
         _answer_all(batch, outcomes)
         return True
+
+    def _begin(self) -> sqlite3.Connection | None:
+        """The connection, in a write transaction; ``None`` if the thread must do it."""
+        try:
+            if self._conn is None:
+                self._conn = self._open()
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as error:
+            if error.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
+                # Not a held lock (a bad file, an unreadable directory): leave writes to the
+                # thread, which reports it, until commits there have been fast a while.
+                self._discard()
+                self.observe(1.0)
+            return None
+        return self._conn
 
     def _open(self) -> sqlite3.Connection:
         conn = self._writer._connect()
@@ -461,13 +528,23 @@ class _LoopCommits:
             raise
         return conn
 
+    def _discard(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()  # closing releases any lock it holds
+            self._conn = None
+
     def close(self) -> None:
         """Close the connection; later commits go to the (closing) thread, which refuses."""
+        if self._writer.pid != os.getpid():
+            # A forked child: the connection is the parent's, and the lock may have been
+            # held by a parent thread at the fork, so it would never be released here.
+            self._closed = True
+            self._conn = None
+            return
         with self._lock:  # a commit on another thread's loop finishes first
             self._closed = True
-            if self._conn is not None and self._writer.pid == os.getpid():
-                self._conn.close()
-            self._conn = None
+            self._discard()
 
 
 def writer_for(path: Path, settings: Settings, current: SqliteWriter | None) -> SqliteWriter:

@@ -47,8 +47,11 @@ Steps = Generator[tuple[Statement, Params], StepResult, T]
 StepsFactory = Callable[[str], Steps[T]]
 
 
-async def run_steps(db: Database, factory: StepsFactory[T]) -> T:
+async def run_steps(db: Database, factory: StepsFactory[T], *, size: int = 0) -> T:
     """Run a step generator in one write transaction (the SQLite fast path when it exists).
+
+    ``size`` is about how many bytes the write stores: on SQLite a large write is never
+    committed on the event loop's thread (:mod:`memstore.db.sqlite_writer`).
 
     Raises:
         Whatever the generator raises (the transaction is rolled back), or a translated
@@ -56,7 +59,7 @@ async def run_steps(db: Database, factory: StepsFactory[T]) -> T:
     """
     writer = db.writer()
     if writer is not None:
-        return await writer.run(factory)
+        return await writer.run(factory, size)
     steps = factory(db.dialect)
     async with db.write() as conn:
         sent: StepResult | None = None
