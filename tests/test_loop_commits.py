@@ -9,6 +9,8 @@ warmed up first (a new writer measures the disk on its thread before it trusts t
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -313,3 +315,41 @@ async def test_the_thread_checkpoints_for_the_loop(
     # connections begin at once, so the WAL is only about as large as SQLite keeps it on its
     # own (1000 pages); unchecked it grows with every append.
     assert checkpointed < never / 2, (checkpointed, never)
+
+
+def test_a_forked_child_closes_the_store_while_a_parent_thread_commits(db_path: Path) -> None:
+    """A fork copies the loop connection's lock as it is: held, if a parent thread was inside
+    a commit. The child's close() must not wait for it (it would wait forever)."""
+    store = asyncio.run(_opened(db_path))
+    stop = threading.Event()
+
+    def appender() -> None:  # commits on its own loop, holding that lock much of the time
+        async def run() -> None:
+            memory = store.session("t", estimator=WordEstimator(), limits=LIMITS)
+            while not stop.is_set():
+                await memory.add("user", "x " * 50)
+
+        asyncio.run(run())
+
+    thread = threading.Thread(target=appender)
+    thread.start()
+    try:
+        time.sleep(0.3)  # the loop has taken over from the thread
+        hung = 0
+        for _ in range(10):
+            pid = os.fork()
+            if pid == 0:  # the child: close, or be killed by the alarm
+                signal.alarm(10)
+                asyncio.run(store.close())
+                os._exit(0)
+            _, status = os.waitpid(pid, 0)
+            hung += os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGALRM
+        assert hung == 0
+    finally:
+        stop.set()
+        thread.join(30)
+        asyncio.run(store.close())
+
+
+async def _opened(path: Path) -> MemoryStore:
+    return await open_store(path, sqlite_loop_commit_ms=GENEROUS)
