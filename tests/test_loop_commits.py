@@ -13,6 +13,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,16 @@ async def warmed(store: MemoryStore, commits: Commits) -> SessionMemory:
     return store.session("s", estimator=WordEstimator(), limits=LIMITS)
 
 
+Warm = tuple[MemoryStore, SessionMemory]
+
+
+@pytest.fixture
+async def warm(db_path: Path, commits: Commits) -> AsyncIterator[Warm]:
+    """A store whose writer commits on the loop already, and its session "s"."""
+    async with open_store(db_path, sqlite_loop_commit_ms=GENEROUS) as store:
+        yield store, await warmed(store, commits)
+
+
 async def test_a_new_writer_measures_the_disk_on_its_thread_then_uses_the_loop(
     db_path: Path, commits: Commits
 ) -> None:
@@ -73,61 +84,57 @@ async def test_a_new_writer_measures_the_disk_on_its_thread_then_uses_the_loop(
     assert on_loop == sorted(on_loop)  # once fast, it stays on the loop
 
 
-async def test_lone_appends_commit_on_the_loop(db_path: Path, commits: Commits) -> None:
-    async with open_store(db_path, sqlite_loop_commit_ms=GENEROUS) as store:
-        memory = await warmed(store, commits)
-        for i in range(20):
-            await memory.add("user", f"message {i}")
-        assert commits == [(True, 1)] * 20
-        assert [item.seq for item in await memory.items()] == list(range(1, 21))
-        assert await store.check() == []
+async def test_lone_appends_commit_on_the_loop(warm: Warm, commits: Commits) -> None:
+    store, memory = warm
+    for i in range(20):
+        await memory.add("user", f"message {i}")
+    assert commits == [(True, 1)] * 20
+    assert [item.seq for item in await memory.items()] == list(range(1, 21))
+    assert await store.check() == []
 
 
 async def test_writers_ready_in_one_tick_commit_together_on_the_loop(
-    db_path: Path, commits: Commits
+    warm: Warm, commits: Commits
 ) -> None:
-    async with open_store(db_path, sqlite_loop_commit_ms=GENEROUS) as store:
-        memory = await warmed(store, commits)
-        await memory.add("user", "the session exists")
-        n = sqlite_writer.LOOP_MAX_JOBS
-        items = await asyncio.gather(*(memory.add("user", f"m {i}") for i in range(n)))
-        assert sorted(item.seq for item in items) == list(range(2, n + 2))
-        assert commits == [(True, 1), (True, n)]  # one transaction, one fsync, on the loop
-        assert await store.check() == []
+    store, memory = warm
+    await memory.add("user", "the session exists")
+    n = sqlite_writer.LOOP_MAX_JOBS
+    items = await asyncio.gather(*(memory.add("user", f"m {i}") for i in range(n)))
+    assert sorted(item.seq for item in items) == list(range(2, n + 2))
+    assert commits == [(True, 1), (True, n)]  # one transaction, one fsync, on the loop
+    assert await store.check() == []
 
 
 async def test_writers_that_keep_appending_keep_committing_together(
-    db_path: Path, commits: Commits
+    warm: Warm, commits: Commits
 ) -> None:
     """Round after round, not only the first: the answered writers must not split into ones."""
-    async with open_store(db_path, sqlite_loop_commit_ms=GENEROUS) as store:
-        memory = await warmed(store, commits)
-        await memory.add("user", "the session exists")
+    store, memory = warm
+    await memory.add("user", "the session exists")
 
-        async def writer(n: int) -> None:
-            for i in range(10):
-                await memory.add("user", f"writer {n} message {i}")
+    async def writer(n: int) -> None:
+        for i in range(10):
+            await memory.add("user", f"writer {n} message {i}")
 
-        await asyncio.gather(*(writer(n) for n in range(8)))
-        assert sum(size for _, size in commits) == 81
-        assert len(commits) <= 1 + 10 + 2, commits  # about one commit per round of 8
-        assert (await store.session_info("s")).items_total == 81
+    await asyncio.gather(*(writer(n) for n in range(8)))
+    assert sum(size for _, size in commits) == 81
+    assert len(commits) <= 1 + 10 + 2, commits  # about one commit per round of 8
+    assert (await store.session_info("s")).items_total == 81
 
 
-async def test_large_writes_are_committed_by_the_thread(db_path: Path, commits: Commits) -> None:
-    async with open_store(db_path, sqlite_loop_commit_ms=GENEROUS) as store:
-        memory = await warmed(store, commits)
-        big = "word " * (sqlite_writer.LOOP_MAX_BYTES // 5 + 2)  # stripped, still over
-        await memory.add("user", big)
-        assert commits == [(False, 1)]
-        commits.clear()
-        # Together several are large too: the loop commits at most LOOP_MAX_BYTES of them,
-        # once, and the thread the rest (not one loop commit after another in one tick).
-        quarter = "word " * (sqlite_writer.LOOP_MAX_BYTES // 20 - 10)  # a bit under a quarter
-        await asyncio.gather(*(memory.add("user", f"{i} {quarter}") for i in range(10)))
-        assert sum(size for _, size in commits) == 10
-        assert [size for on_loop, size in commits if on_loop] == [4], commits
-        assert (await store.session_info("s")).items_total == 11
+async def test_large_writes_are_committed_by_the_thread(warm: Warm, commits: Commits) -> None:
+    store, memory = warm
+    big = "word " * (sqlite_writer.LOOP_MAX_BYTES // 5 + 2)  # stripped, still over
+    await memory.add("user", big)
+    assert commits == [(False, 1)]
+    commits.clear()
+    # Together several are large too: the loop commits at most LOOP_MAX_BYTES of them,
+    # once, and the thread the rest (not one loop commit after another in one tick).
+    quarter = "word " * (sqlite_writer.LOOP_MAX_BYTES // 20 - 10)  # a bit under a quarter
+    await asyncio.gather(*(memory.add("user", f"{i} {quarter}") for i in range(10)))
+    assert sum(size for _, size in commits) == 10
+    assert [size for on_loop, size in commits if on_loop] == [4], commits
+    assert (await store.session_info("s")).items_total == 11
 
 
 async def test_a_held_lock_sends_the_write_to_the_thread_and_never_stalls_the_loop(
@@ -186,57 +193,52 @@ def test_the_estimate_follows_recent_commits() -> None:
 
 
 async def test_a_write_cancelled_in_its_gathering_tick_writes_nothing(
-    db_path: Path, commits: Commits
+    warm: Warm, commits: Commits
 ) -> None:
-    async with open_store(db_path, sqlite_loop_commit_ms=GENEROUS) as store:
-        memory = await warmed(store, commits)
-        await memory.add("user", "first")
-        task = asyncio.ensure_future(memory.add("user", "never stored"))
-        await asyncio.sleep(0)  # the task runs up to its one yield before committing
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        await memory.add("user", "third")
-        assert [item.content for item in await memory.items()] == ["first", "third"]
-        assert await store.check() == []
+    store, memory = warm
+    await memory.add("user", "first")
+    task = asyncio.ensure_future(memory.add("user", "never stored"))
+    await asyncio.sleep(0)  # the task runs up to its one yield before committing
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await memory.add("user", "third")
+    assert [item.content for item in await memory.items()] == ["first", "third"]
+    assert await store.check() == []
 
 
-async def test_close_finishes_the_writes_gathered_before_it(
-    db_path: Path, commits: Commits
-) -> None:
-    async with open_store(db_path, sqlite_loop_commit_ms=GENEROUS) as store:
-        memory = await warmed(store, commits)
-        tasks = [asyncio.ensure_future(memory.add("user", f"m {i}")) for i in range(5)]
-        await asyncio.sleep(0)  # all five are gathered, none committed yet
-        writer = store.database.writer()
-        assert writer is not None and len(writer._gathering) == 5
-        await asyncio.wrap_future(writer.close())
-        items = await asyncio.wait_for(asyncio.gather(*tasks), timeout=10)
-        assert sorted(item.seq for item in items) == [1, 2, 3, 4, 5]
+async def test_close_finishes_the_writes_gathered_before_it(warm: Warm, db_path: Path) -> None:
+    store, memory = warm
+    tasks = [asyncio.ensure_future(memory.add("user", f"m {i}")) for i in range(5)]
+    await asyncio.sleep(0)  # all five are gathered, none committed yet
+    writer = store.database.writer()
+    assert writer is not None and len(writer._gathering) == 5
+    await asyncio.wrap_future(writer.close())
+    items = await asyncio.wait_for(asyncio.gather(*tasks), timeout=10)
+    assert sorted(item.seq for item in items) == [1, 2, 3, 4, 5]
     async with MemoryStore.open(db_path) as reopened:
         assert (await reopened.session_info("s")).items_total == 5
 
 
 async def test_a_failed_commit_on_the_loop_keeps_nothing_and_no_lock(
-    db_path: Path, commits: Commits
+    warm: Warm, commits: Commits
 ) -> None:
-    async with open_store(db_path, sqlite_loop_commit_ms=GENEROUS) as store:
-        memory = await warmed(store, commits)
-        await memory.add("user", "first")
-        writer = store.database.writer()
-        assert writer is not None and writer._on_loop is not None
-        conn = writer._on_loop._conn
-        assert conn is not None
-        pages = conn.execute("PRAGMA page_count").fetchone()[0]
-        conn.execute(f"PRAGMA max_page_count = {pages}")  # the next large write cannot fit
-        with pytest.raises(StorageFullError):
-            await memory.add("user", "x " * 20_000)
-        assert commits[-1] == (True, 1)  # it failed on the loop
-        conn.execute("PRAGMA max_page_count = 1073741823")
-        await memory.add("user", "after")  # the lock was released: the loop commits again
-        assert commits[-1] == (True, 1)
-        assert [item.content for item in await memory.items()] == ["first", "after"]
-        assert await store.check() == []
+    store, memory = warm
+    await memory.add("user", "first")
+    writer = store.database.writer()
+    assert writer is not None and writer._on_loop is not None
+    conn = writer._on_loop._conn
+    assert conn is not None
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    conn.execute(f"PRAGMA max_page_count = {pages}")  # the next large write cannot fit
+    with pytest.raises(StorageFullError):
+        await memory.add("user", "x " * 20_000)
+    assert commits[-1] == (True, 1)  # it failed on the loop
+    conn.execute("PRAGMA max_page_count = 1073741823")
+    await memory.add("user", "after")  # the lock was released: the loop commits again
+    assert commits[-1] == (True, 1)
+    assert [item.content for item in await memory.items()] == ["first", "after"]
+    assert await store.check() == []
 
 
 async def test_the_loop_connection_has_the_store_settings_and_never_waits(
