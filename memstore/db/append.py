@@ -10,8 +10,8 @@ An append is one short write transaction:
 4. insert the item.
 
 :func:`append_steps` is that sequence as a step generator (:mod:`memstore.db.steps`); the
-drivers run it: SQLAlchemy's async engine (PostgreSQL), or SQLite's writer thread, which
-commits concurrent appends together.
+drivers run it: SQLAlchemy's async engine (PostgreSQL), or SQLite's writer, which commits
+concurrent appends together (on the event loop's thread when nothing else is writing).
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ def _item_values(found: Mapping[str, Any]) -> list[Any]:
     """A row of ``ITEM_COLUMNS`` fetched by the steps' driver, as :func:`row_to_item` takes it."""
     values = [found[column.name] for column in ITEM_COLUMNS]
     created = _CREATED_AT
-    if isinstance(values[created], str):  # the stdlib driver's raw text (SQLite writer thread)
+    if isinstance(values[created], str):  # the stdlib driver's raw text (the SQLite writer)
         decoded = datetime.fromisoformat(values[created])
         values[created] = UTCDateTime().process_result_value(decoded, None)  # type: ignore[arg-type]
     return values
@@ -224,8 +224,8 @@ async def append(
 ) -> AppendResult:
     """Append one item durably; return it with the session's new total.
 
-    On SQLite the writer thread commits concurrent appends together (each caller still gets
-    its own durable acknowledgement); elsewhere each append is its own transaction.
+    On SQLite the writer commits concurrent appends together (each caller still gets its own
+    durable acknowledgement); elsewhere each append is its own transaction.
 
     Raises:
         EstimatorMismatchError: the session was counted by another estimator.

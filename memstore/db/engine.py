@@ -1,8 +1,9 @@
 """Engines: URL handling, SQLite pragmas and transaction modes, process ownership.
 
 Which engine runs what: a SQLite file gets SQLAlchemy's sync engine run by worker threads
-(:mod:`memstore.db.threaded`) for reads and rare writes, plus the writer thread for the hot
-writes (:mod:`memstore.db.sqlite_writer`); PostgreSQL, and SQLite that is not a file, get
+(:mod:`memstore.db.threaded`) for reads and rare writes, plus the SQLite writer for the hot
+writes (:mod:`memstore.db.sqlite_writer`: on the event loop when uncontended, else its
+thread); PostgreSQL, and SQLite that is not a file, get
 SQLAlchemy's async engine. :class:`Database` hides the difference: ``run_read(fn)`` runs a
 sync read function in one transaction, and ``write()`` yields a :class:`Conn`, either way.
 URLs keep their async driver names (``sqlite+aiosqlite``),

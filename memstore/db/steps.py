@@ -6,9 +6,9 @@ outcome, or raises to abort (nothing it did is kept). Two drivers run such gener
 
 * :func:`run_steps` on SQLAlchemy's async engine, one transaction per generator (PostgreSQL,
   and any SQLite database the fast path does not own);
-* :class:`memstore.db.sqlite_writer.SqliteWriter`, one thread with one stdlib ``sqlite3``
-  connection per SQLite file and process, which commits waiting generators together
-  (group commit), each in its own SAVEPOINT.
+* :class:`memstore.db.sqlite_writer.SqliteWriter`, per SQLite file and process, which
+  commits waiting generators together (group commit), each in its own SAVEPOINT: on the
+  event loop's own thread when nothing else is writing, else on its thread.
 
 Parameters are a dict (one execution) or a list of dicts (``executemany``). Statements must
 be module-level constants: the SQLite driver compiles each one once and caches it.

@@ -1,4 +1,4 @@
-"""SQLite reads (and the writes outside the writer thread) on a sync engine, off the event loop.
+"""SQLite reads (and the writes outside the SQLite writer) on a sync engine, off the event loop.
 
 For a SQLite file, memstore drives SQLAlchemy's *sync* engine (the stdlib ``sqlite3`` driver)
 from worker threads instead of the async engine over aiosqlite. The statements, type
