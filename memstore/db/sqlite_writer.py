@@ -18,8 +18,9 @@ writing, the event loop's own thread commits instead (:class:`_LoopCommits`), on
 connection that never waits: a write first yields the loop once, so writers that are ready in
 the same tick join it (group commit still happens), then commits them with ``BEGIN
 IMMEDIATE`` under ``busy_timeout = 0``. Anything else goes to the thread, which waits for the
-lock as usual: the lock is held (another process, or the thread itself, is writing), the
-batch is large (:data:`LOOP_MAX_JOBS`, :data:`LOOP_MAX_BYTES`), or recent commits were slower
+lock as usual: the thread has writes queued (it goes first, or the loop would keep taking
+the lock ahead of it), the lock is held (another process is writing), the batch is large
+(:data:`LOOP_MAX_JOBS`, :data:`LOOP_MAX_SIZE`), or recent commits were slower
 than ``Settings.sqlite_loop_commit_ms`` (a slow disk: the loop must not stall on its fsync; a
 new writer assumes slow until the thread's first commits say otherwise). The loop's
 connection never checkpoints (copying the WAL into the database and syncing it takes
@@ -57,10 +58,11 @@ MAX_BATCH = 256
 #: close to SQLite's own autocheckpoint (1000 pages). Counted in rows, not commits: one commit
 #: of a batch can hold many appends.
 CHECKPOINT_ROWS = 400
-#: The largest batch the loop commits itself, in jobs and in the bytes they said they store:
-#: the loop is blocked for the whole commit, so bigger batches are the thread's.
+#: The largest batch the loop commits itself, in jobs and in the size they said they store
+#: (characters of text): the loop is blocked for the whole commit, so bigger batches are the
+#: thread's.
 LOOP_MAX_JOBS = 32
-LOOP_MAX_BYTES = 256 << 10
+LOOP_MAX_SIZE = 256 << 10
 #: Weight of the newest commit in the running estimate of how long a commit takes.
 _NEWEST_WEIGHT = 0.2
 _DIALECT = sqlite_dialect.dialect(paramstyle="qmark")
@@ -179,6 +181,9 @@ class SqliteWriter:
         self._closed = False
         self._gathering: list[_Job] = []  # jobs waiting one loop tick to commit on the loop
         self._checkpoint_queued = False  # see request_checkpoint()
+        self._thread_jobs = 0  # queued for the thread or in its batch: it is idle at 0
+        self._leading = 0  # leaders between taking gathered jobs and queueing what is left
+        self._stop_sent = False
         budget_s = settings.sqlite_loop_commit_ms / 1000
         self._on_loop = _LoopCommits(self, budget_s) if budget_s > 0 else None
         self._stopped: concurrent.futures.Future[None] = concurrent.futures.Future()
@@ -190,7 +195,8 @@ class SqliteWriter:
 
         Args:
             factory: The write's step generator.
-            size: About how many bytes it stores (a large write never commits on the loop).
+            size: About how much it stores, in characters of text (a large write never
+                commits on the loop).
 
         Raises:
             StorageError: the writer was closed (the store is closing or closed).
@@ -204,14 +210,15 @@ class SqliteWriter:
                 raise StorageError("the store is closed")
             gather = (
                 on_loop is not None
+                and self._thread_jobs == 0  # else the loop would keep taking the lock first
                 and not self._checkpoint_queued
-                and size <= LOOP_MAX_BYTES
+                and size <= LOOP_MAX_SIZE
                 and on_loop.fast
             )
             if gather:
                 self._gathering.append(job)
-            else:  # the thread has work already: join its next batch
-                self._hand_over([job])
+            else:
+                self._queue([job])
         if gather:
             await self._gather_and_commit(job)
         return await future
@@ -219,10 +226,12 @@ class SqliteWriter:
     async def _gather_and_commit(self, job: _Job) -> None:
         try:
             await asyncio.sleep(0)  # writers ready in this same tick join this commit
-        except BaseException:  # cancelled before anything ran: withdraw, nothing was written
+        except BaseException:  # cancelled in this tick
             with self._lock:
-                if job in self._gathering:
+                if job in self._gathering:  # not taken yet: withdrawn, nothing is written
                     self._gathering.remove(job)
+                else:  # a leader has it: it commits, as for any caller that gave up waiting
+                    job.future.cancel()  # and its answer is dropped, not left unretrieved
             raise
         with self._lock:
             # Only a writer whose job is still waiting leads. One taken along by an earlier
@@ -231,16 +240,19 @@ class SqliteWriter:
             if job not in self._gathering:
                 return
             batch, rest = self._take_batch(job)
-        # One commit on the loop per gathering: the jobs that do not fit go to the thread,
-        # after it (first, the thread would hold the lock it needs). Left for their owners,
-        # each would commit on the loop in this same tick, one after the other, and the loop
-        # would stand still for all of them.
-        if not (self._on_loop is not None and self._on_loop.commit(batch)):
-            rest = batch + rest
-        with self._lock:
-            # Refused only if the store closed meanwhile, from another thread (close() hands
-            # every job still gathered to the thread itself).
-            self._hand_over(rest)
+            self._leading += 1  # close() waits for this leader before it stops the thread
+        try:
+            # One commit on the loop per gathering: the jobs that do not fit go to the
+            # thread, after it (first, the thread would hold the lock it needs). Left for
+            # their owners, each would commit on the loop in this same tick, one after the
+            # other, and the loop would stand still for all of them.
+            if not (self._on_loop is not None and self._on_loop.commit(batch)):
+                rest = batch + rest
+        finally:
+            with self._lock:
+                self._queue(rest)
+                self._leading -= 1
+                self._stop_when_idle()
 
     def _take_batch(self, leader: _Job) -> tuple[list[_Job], list[_Job]]:
         """Empty the gathering (the caller holds ``_lock``): ``(for the loop, the rest)``.
@@ -252,7 +264,7 @@ class SqliteWriter:
         for job in self._gathering:
             if job is leader:
                 continue
-            if len(batch) < LOOP_MAX_JOBS and size + job.size <= LOOP_MAX_BYTES:
+            if len(batch) < LOOP_MAX_JOBS and size + job.size <= LOOP_MAX_SIZE:
                 batch.append(job)
                 size += job.size
             else:
@@ -260,18 +272,21 @@ class SqliteWriter:
         self._gathering = []
         return batch, rest
 
-    def _hand_over(self, batch: list[_Job]) -> None:
-        """Queue jobs for the thread (the caller holds ``_lock``); refused once closed."""
-        if not batch:
-            return
-        if self._closed:
-            _answer_all(batch, [(StorageError("the store is closed"), True)] * len(batch))
-            return
-        self._queue(batch)
-
     def _queue(self, batch: list[_Job]) -> None:
+        """Give jobs to the thread (the caller holds ``_lock``)."""
+        # Never after the stop signal: the thread would not see them, their callers would
+        # wait forever. (close() sends it only once no leader holds jobs.)
+        assert not self._stop_sent
+        self._thread_jobs += len(batch)
         for job in batch:
             self._jobs.put(job)
+
+    def _stop_when_idle(self) -> None:
+        """Queue the thread's stop signal once closed and no leader holds jobs (the caller
+        holds ``_lock``): every write accepted before ``close()`` is ahead of it."""
+        if self._closed and self._leading == 0 and not self._stop_sent:
+            self._stop_sent = True
+            self._jobs.put(None)
 
     def request_checkpoint(self) -> None:
         """Ask the thread for a checkpoint (the loop's connection never runs one).
@@ -282,7 +297,7 @@ class SqliteWriter:
         fsync: the file's size changes with every commit.)
         """
         with self._lock:
-            if not self._closed and not self._checkpoint_queued:
+            if not self._stop_sent and not self._checkpoint_queued:
                 self._checkpoint_queued = True
                 self._jobs.put(_CHECKPOINT)
 
@@ -292,26 +307,29 @@ class SqliteWriter:
         return not self._closed and self._thread.is_alive() and self.pid == os.getpid()
 
     def close(self) -> concurrent.futures.Future[None]:
-        """Finish the writes queued so far, then stop the thread and close the connections.
+        """Finish every write submitted so far, then stop the thread, close the connections.
 
         Returns a future that is done once the thread has stopped. (A future, not a join: the
         caller awaits it without another thread, which interpreter shutdown would refuse to
         start when a store is closed from an ``atexit`` handler.)
         """
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+        done.set_result(None)
+        if self.pid != os.getpid():
+            # A forked child: the thread is the parent's, and a lock a parent thread held at
+            # the fork stays held here forever.
+            return done
         with self._lock:
             if not self._closed:
-                # Writes submitted before close() are finished, gathered ones included.
+                self._closed = True
+                # Gathered writes go to the thread; a leader holding some queues them before
+                # the stop signal (_stop_when_idle).
                 gathered, self._gathering = self._gathering, []
                 self._queue(gathered)
-                self._closed = True
-                self._jobs.put(None)
+                self._stop_when_idle()
         if self._on_loop is not None:
             self._on_loop.close()
-        if not self._thread.is_alive() or self.pid != os.getpid():
-            done: concurrent.futures.Future[None] = concurrent.futures.Future()
-            done.set_result(None)
-            return done
-        return self._stopped
+        return self._stopped if self._thread.is_alive() else done
 
     # -- the writer thread -----------------------------------------------------------------
 
@@ -365,7 +383,9 @@ class SqliteWriter:
             finally:
                 if checkpoint:  # done (or failed): the loop may commit again
                     with self._lock:
-                        self._checkpoint_queued = False  # see request_checkpoint()
+                        self._checkpoint_queued = False
+            with self._lock:  # before the answers: a caller that writes again may use the loop
+                self._thread_jobs -= len(batch)
             _answer_all(batch, outcomes)
         if conn is not None:
             conn.close()
@@ -510,7 +530,8 @@ class _LoopCommits:
                 self._conn = self._open()
             self._conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as error:
-            if error.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
+            code = getattr(error, "sqlite_errorcode", None)  # ProgrammingError has none
+            if code is None or code & 0xFF != sqlite3.SQLITE_BUSY:
                 # Not a held lock (a bad file, an unreadable directory): leave writes to the
                 # thread, which reports it, until commits there have been fast a while.
                 self._discard()
