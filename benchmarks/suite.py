@@ -1,7 +1,7 @@
 """The performance suite: memstore's hot paths beside raw sqlite3 and peer libraries, one run.
 
     pip install '.[bench]'            # the peers: openai-agents, langgraph-checkpoint-sqlite
-    python benchmarks/suite.py [--quick] [--dir /dev/shm]
+    python benchmarks/suite.py [--quick] [--dir /dev/shm] [--appends N]
 
 Sections (issue 8): (1) durable single appends of ~200-word messages in one process, words and
 tiktoken counting (and with every commit on the writer thread, none on the event loop), beside
@@ -437,10 +437,17 @@ def main() -> None:
         help="where the databases go (default: the system's temporary directory); a RAM "
         "disk such as /dev/shm takes the fsync out and leaves the CPU cost per write",
     )
+    parser.add_argument(
+        "--appends",
+        type=int,
+        help="appends per round in (1) and (2) (default 300, --quick 100); a few thousand "
+        "measure a WAL at its working size instead of a new one that grows with each commit",
+    )
     args = parser.parse_args()
     if args.dir:
         tempfile.tempdir = args.dir  # every database of the run, memstore's and the peers'
     n, rounds = (100, 1) if args.quick else (300, 3)
+    n = args.appends or n
     sizes = [0, 1_000, 10_000] if args.quick else [0, 10_000, 100_000]
     texts = messages(n)
     sections: list[tuple[str, list[Row]]] = []
