@@ -34,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import operator
 import os
 import queue
 import sqlite3
@@ -44,11 +43,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.dialects import sqlite as sqlite_dialect
-
 from memstore.config import Settings
 from memstore.db.errors import classify, translate_errors
-from memstore.db.steps import Params, Statement, StepResult, StepsFactory, T
+from memstore.db.sqlite_statements import execute
+from memstore.db.steps import StepsFactory, T
 from memstore.errors import StorageError
 
 #: Writes committed together at most: bounds one transaction's lock time and memory.
@@ -65,7 +63,6 @@ LOOP_MAX_JOBS = 32
 LOOP_MAX_SIZE = 256 << 10
 #: Weight of the newest commit in the running estimate of how long a commit takes.
 _NEWEST_WEIGHT = 0.2
-_DIALECT = sqlite_dialect.dialect(paramstyle="qmark")
 
 
 @dataclass
@@ -73,7 +70,7 @@ class _Job:
     factory: StepsFactory[Any]
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[Any]
-    size: int = 0  # about how many bytes the write stores
+    size: int = 0  # about how much the write stores, in characters of text
 
 
 class _Checkpoint:
@@ -113,57 +110,6 @@ def _deliver(future: asyncio.Future[Any], outcome: Any, failed: bool) -> None:
         future.set_exception(outcome)
     else:
         future.set_result(outcome)
-
-
-class _Compiled:
-    """A statement compiled once: SQL, parameter order, literal defaults, type processors.
-
-    Turning a parameter dict into the driver's tuple runs once per row (a compaction marks
-    every removed item with one ``executemany``), so it is done in C where it can be: one
-    dict merge and an ``itemgetter``, then only the binds that have a type processor.
-    """
-
-    def __init__(self, statement: Statement) -> None:
-        compiled = statement.compile(dialect=_DIALECT)
-        self.sql = compiled.string
-        self.order = tuple(compiled.positiontup or ())
-        binds = [compiled.binds[name] for name in self.order]
-        # Literals such as the 1 of "version + 1": what SQLAlchemy sends when no value is given.
-        self._defaults = {
-            name: bind.value
-            for name, bind in zip(self.order, binds, strict=True)
-            if not bind.required
-        }
-        # SQLAlchemy's own bind processors (UTC datetimes, JSON, ...): the rows written here
-        # must read back through SQLAlchemy exactly as if SQLAlchemy had written them.
-        self._processors = [
-            (index, process)
-            for index, bind in enumerate(binds)
-            if (process := bind.type.bind_processor(_DIALECT)) is not None
-        ]
-        self._get = operator.itemgetter(*self.order) if len(self.order) > 1 else None
-
-    def values(self, params: dict[str, Any]) -> tuple[Any, ...]:
-        """The driver's parameter tuple for ``params`` (processed as SQLAlchemy would)."""
-        merged = {**self._defaults, **params} if self._defaults else params
-        try:
-            if self._get is not None:
-                row: tuple[Any, ...] = self._get(merged)
-            else:
-                row = tuple(merged[name] for name in self.order)
-        except KeyError as missing:  # as SQLAlchemy would: a missing value is a bug, never NULL
-            raise KeyError(f"no value for bind parameter {missing.args[0]!r}") from None
-        if not self._processors:
-            return row
-        out = list(row)
-        for index, process in self._processors:
-            if out[index] is not None:
-                out[index] = process(out[index])
-        return tuple(out)
-
-
-#: Compiled statements, shared by every writer of the process (statements are constants).
-_COMPILED: dict[int, _Compiled] = {}
 
 
 class SqliteWriter:
@@ -423,7 +369,7 @@ class SqliteWriter:
         try:
             statement, params = next(steps)
             while True:
-                result = self._execute(conn, statement, params)
+                result = execute(conn, statement, params)
                 statement, params = steps.send(result)
         except StopIteration as done:
             if not alone:
@@ -442,23 +388,6 @@ class SqliteWriter:
                 translated.__cause__ = error
                 return translated, True
             return error, True
-
-    def _execute(
-        self, conn: sqlite3.Connection, statement: Statement, params: Params
-    ) -> StepResult:
-        # Statements are module constants, so id() is a stable key (compiled once each).
-        compiled = _COMPILED.get(id(statement))
-        if compiled is None:
-            compiled = _COMPILED[id(statement)] = _Compiled(statement)
-        if isinstance(params, list):
-            cursor = conn.executemany(compiled.sql, [compiled.values(p) for p in params])
-            return StepResult([], max(cursor.rowcount, 0))
-        cursor = conn.execute(compiled.sql, compiled.values(params))
-        if cursor.description is None:
-            return StepResult([], max(cursor.rowcount, 0))
-        names = [column[0] for column in cursor.description]
-        fetched = cursor.fetchall()  # drain: a pending statement would block COMMIT
-        return StepResult([dict(zip(names, row, strict=True)) for row in fetched], len(fetched))
 
 
 class _LoopCommits:

@@ -1,0 +1,87 @@
+"""SQLAlchemy Core statements on a stdlib ``sqlite3`` connection, each compiled once.
+
+The SQLite writer (:mod:`memstore.db.sqlite_writer`) runs the step generators of
+:mod:`memstore.db.steps` on plain ``sqlite3`` connections. This module turns their Core
+statements into SQL and parameter tuples exactly as SQLAlchemy would (bind processors
+included), once per statement and process, and runs them.
+"""
+
+from __future__ import annotations
+
+import operator
+import sqlite3
+from typing import Any
+
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+
+from memstore.db.steps import Params, Statement, StepResult
+
+_DIALECT = sqlite_dialect.dialect(paramstyle="qmark")
+
+
+class Compiled:
+    """A statement compiled once: SQL, parameter order, literal defaults, type processors.
+
+    Turning a parameter dict into the driver's tuple runs once per row (a compaction marks
+    every removed item with one ``executemany``), so it is done in C where it can be: one
+    dict merge and an ``itemgetter``, then only the binds that have a type processor.
+    """
+
+    def __init__(self, statement: Statement) -> None:
+        compiled = statement.compile(dialect=_DIALECT)
+        self.sql = compiled.string
+        self.order = tuple(compiled.positiontup or ())
+        binds = [compiled.binds[name] for name in self.order]
+        # Literals such as the 1 of "version + 1": what SQLAlchemy sends when no value is given.
+        self._defaults = {
+            name: bind.value
+            for name, bind in zip(self.order, binds, strict=True)
+            if not bind.required
+        }
+        # SQLAlchemy's own bind processors (UTC datetimes, JSON, ...): the rows written here
+        # must read back through SQLAlchemy exactly as if SQLAlchemy had written them.
+        self._processors = [
+            (index, process)
+            for index, bind in enumerate(binds)
+            if (process := bind.type.bind_processor(_DIALECT)) is not None
+        ]
+        self._get = operator.itemgetter(*self.order) if len(self.order) > 1 else None
+
+    def values(self, params: dict[str, Any]) -> tuple[Any, ...]:
+        """The driver's parameter tuple for ``params`` (processed as SQLAlchemy would)."""
+        merged = {**self._defaults, **params} if self._defaults else params
+        try:
+            if self._get is not None:
+                row: tuple[Any, ...] = self._get(merged)
+            else:
+                row = tuple(merged[name] for name in self.order)
+        except KeyError as missing:  # as SQLAlchemy would: a missing value is a bug, never NULL
+            raise KeyError(f"no value for bind parameter {missing.args[0]!r}") from None
+        if not self._processors:
+            return row
+        out = list(row)
+        for index, process in self._processors:
+            if out[index] is not None:
+                out[index] = process(out[index])
+        return tuple(out)
+
+
+#: Compiled statements, shared by every writer of the process (statements are constants).
+_COMPILED: dict[int, Compiled] = {}
+
+
+def execute(conn: sqlite3.Connection, statement: Statement, params: Params) -> StepResult:
+    """Run ``statement`` with ``params`` (a dict, or a list of dicts for ``executemany``)."""
+    # Statements are module constants, so id() is a stable key (compiled once each).
+    compiled = _COMPILED.get(id(statement))
+    if compiled is None:
+        compiled = _COMPILED[id(statement)] = Compiled(statement)
+    if isinstance(params, list):
+        cursor = conn.executemany(compiled.sql, [compiled.values(p) for p in params])
+        return StepResult([], max(cursor.rowcount, 0))
+    cursor = conn.execute(compiled.sql, compiled.values(params))
+    if cursor.description is None:
+        return StepResult([], max(cursor.rowcount, 0))
+    names = [column[0] for column in cursor.description]
+    fetched = cursor.fetchall()  # drain: a pending statement would block COMMIT
+    return StepResult([dict(zip(names, row, strict=True)) for row in fetched], len(fetched))
