@@ -21,7 +21,7 @@ import pytest
 from conftest import write_lock_held
 
 from memstore import MemoryLimits, MemoryStore, Settings, StorageFullError, WordEstimator
-from memstore.db import sqlite_writer
+from memstore.db import loop_commits, sqlite_writer
 from memstore.session import SessionMemory
 
 LIMITS = MemoryLimits(hard=10**9, target=10**8, keep_recent=4)
@@ -170,7 +170,7 @@ async def test_a_close_from_another_thread_finishes_what_a_leader_holds(
     store, memory = warm
     writer = store.database.writer()
     assert writer is not None
-    commit = sqlite_writer._LoopCommits.commit
+    commit = loop_commits.LoopCommits.commit
 
     def closed_meanwhile(self, batch):  # type: ignore[no-untyped-def]
         closing = threading.Thread(target=writer.close)
@@ -178,7 +178,7 @@ async def test_a_close_from_another_thread_finishes_what_a_leader_holds(
         closing.join(10)  # close() returns at once: the thread stops after the leader is done
         return commit(self, batch)  # the loop's connection is closed now: the thread commits
 
-    monkeypatch.setattr(sqlite_writer._LoopCommits, "commit", closed_meanwhile)
+    monkeypatch.setattr(loop_commits.LoopCommits, "commit", closed_meanwhile)
     n = sqlite_writer.LOOP_MAX_JOBS + 8  # some in the loop's batch, some left over
     outcomes = await asyncio.wait_for(
         asyncio.gather(*(memory.add("user", f"m {i}") for i in range(n)), return_exceptions=True),
@@ -232,7 +232,7 @@ async def test_a_zero_budget_keeps_every_commit_on_the_thread(
 
 
 def test_the_estimate_follows_recent_commits() -> None:
-    estimate = sqlite_writer._LoopCommits(writer=None, budget_s=0.001)  # type: ignore[arg-type]
+    estimate = loop_commits.LoopCommits(writer=None, budget_s=0.001)  # type: ignore[arg-type]
     assert not estimate.fast  # nothing measured yet
     for _ in range(10):
         estimate.observe(0.0002)
@@ -346,9 +346,9 @@ async def test_the_thread_checkpoints_for_the_loop(
                 await memory.add("user", f"message {i} " + "word " * 400)
             return Path(f"{path}-wal").stat().st_size
 
-    monkeypatch.setattr(sqlite_writer, "CHECKPOINT_ROWS", 10**9)
+    monkeypatch.setattr(loop_commits, "CHECKPOINT_ROWS", 10**9)
     never = await wal_bytes_after(tmp_path / "never.db")
-    monkeypatch.setattr(sqlite_writer, "CHECKPOINT_ROWS", 40)
+    monkeypatch.setattr(loop_commits, "CHECKPOINT_ROWS", 40)
     checkpointed = await wal_bytes_after(tmp_path / "checkpointed.db")
     # Checkpointed, the WAL starts over from its beginning instead of holding every commit.
     assert checkpointed < never / 3, (checkpointed, never)
@@ -360,7 +360,7 @@ async def test_checkpoints_are_counted_in_rows_not_commits(
     """One commit of a batch holds many appends: it must count as all of them."""
     store, memory = warm
     requested: list[int] = []
-    monkeypatch.setattr(sqlite_writer, "CHECKPOINT_ROWS", 16)  # eight appends: two rows each
+    monkeypatch.setattr(loop_commits, "CHECKPOINT_ROWS", 16)  # eight appends: two rows each
     request = sqlite_writer.SqliteWriter.request_checkpoint
 
     def recording(self):  # type: ignore[no-untyped-def]

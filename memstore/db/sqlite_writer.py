@@ -14,19 +14,19 @@ its write durable: one fsync per batch instead of one per write, with the same g
 
 Commits on the loop: on these machines waking another thread costs about 35 us, so the two
 hand-offs of a write (to the thread and back) cost more than its SQL. When nothing else is
-writing, the event loop's own thread commits instead (:class:`_LoopCommits`), on a second
-connection that never waits: a write first yields the loop once, so writers that are ready in
-the same tick join it (group commit still happens), then commits them with ``BEGIN
-IMMEDIATE`` under ``busy_timeout = 0``. Anything else goes to the thread, which waits for the
-lock as usual: the thread has writes queued (it goes first, or the loop would keep taking
-the lock ahead of it), the lock is held (another process is writing), the batch is large
-(:data:`LOOP_MAX_JOBS`, :data:`LOOP_MAX_SIZE`), or recent commits were slower
-than ``Settings.sqlite_loop_commit_ms`` (a slow disk: the loop must not stall on its fsync; a
-new writer assumes slow until the thread's first commits say otherwise). The loop's
-connection never checkpoints (copying the WAL into the database and syncing it takes
-milliseconds); every :data:`CHECKPOINT_ROWS` rows it changed, it asks the thread for one,
-and writes go to the thread until it is done. The guarantee is unchanged: each caller is
-answered after the COMMIT that made its write durable, with the same ``synchronous`` setting.
+writing, the event loop's own thread commits instead, on a second connection that never
+waits (:mod:`memstore.db.loop_commits`): a write first yields the loop once, so writers that
+are ready in the same tick join it (group commit still happens), then commits them with
+``BEGIN IMMEDIATE`` under ``busy_timeout = 0``. Anything else goes to the thread, which waits
+for the lock as usual: the thread has writes queued (it goes first, or the loop would keep
+taking the lock ahead of it), the lock is held (another process is writing), the batch is
+large (:data:`LOOP_MAX_JOBS`, :data:`LOOP_MAX_SIZE`), or recent commits were slower than
+``Settings.sqlite_loop_commit_ms`` (a slow disk: the loop must not stall on its fsync; a new
+writer assumes slow until the thread's first commits say otherwise). The loop's connection
+never checkpoints (copying the WAL into the database and syncing it takes milliseconds);
+every ``CHECKPOINT_ROWS`` rows it changed, it asks the thread for one, and writes go to the
+thread until it is done. The guarantee is unchanged: each caller is answered after the
+COMMIT that made its write durable, with the same ``synchronous`` setting.
 """
 
 from __future__ import annotations
@@ -45,28 +45,24 @@ from typing import Any
 
 from memstore.config import Settings
 from memstore.db.errors import classify, translate_errors
+from memstore.db.loop_commits import LoopCommits
 from memstore.db.sqlite_statements import execute
 from memstore.db.steps import StepsFactory, T
 from memstore.errors import StorageError
 
 #: Writes committed together at most: bounds one transaction's lock time and memory.
 MAX_BATCH = 256
-#: Rows changed on the loop's connection between two checkpoints by the thread. An append
-#: changes two rows (its item and the session) and adds about six pages to the WAL, so this is
-#: close to SQLite's own autocheckpoint (1000 pages). Counted in rows, not commits: one commit
-#: of a batch can hold many appends.
-CHECKPOINT_ROWS = 400
 #: The largest batch the loop commits itself, in jobs and in the size they said they store
 #: (characters of text): the loop is blocked for the whole commit, so bigger batches are the
 #: thread's.
 LOOP_MAX_JOBS = 32
 LOOP_MAX_SIZE = 256 << 10
-#: Weight of the newest commit in the running estimate of how long a commit takes.
-_NEWEST_WEIGHT = 0.2
 
 
 @dataclass
-class _Job:
+class Job:
+    """One write: its step generator, and the future its caller awaits on its loop."""
+
     factory: StepsFactory[Any]
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[Any]
@@ -80,7 +76,7 @@ class _Checkpoint:
 _CHECKPOINT = _Checkpoint()
 
 
-def _answer(job: _Job, outcome: Any, failed: bool) -> None:
+def _answer(job: Job, outcome: Any, failed: bool) -> None:
     """Hand the outcome to the caller's loop; a loop closed meanwhile has no one to tell.
 
     The thread must survive that (the write itself stands, committed or rolled back): a
@@ -90,7 +86,7 @@ def _answer(job: _Job, outcome: Any, failed: bool) -> None:
         job.loop.call_soon_threadsafe(_deliver, job.future, outcome, failed)
 
 
-def _answer_all(batch: list[_Job], outcomes: list[tuple[Any, bool]]) -> None:
+def _answer_all(batch: list[Job], outcomes: list[tuple[Any, bool]]) -> None:
     """Answer every job: directly on the running loop's own jobs, thread-safely otherwise."""
     try:
         here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
@@ -122,16 +118,16 @@ class SqliteWriter:
         self.pid = os.getpid()
         self._path = path
         self._settings = settings
-        self._jobs: queue.SimpleQueue[_Job | _Checkpoint | None] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[Job | _Checkpoint | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._closed = False
-        self._gathering: list[_Job] = []  # jobs waiting one loop tick to commit on the loop
+        self._gathering: list[Job] = []  # jobs waiting one loop tick to commit on the loop
         self._checkpoint_queued = False  # see request_checkpoint()
         self._thread_jobs = 0  # queued for the thread or in its batch: it is idle at 0
         self._leading = 0  # leaders between taking gathered jobs and queueing what is left
         self._stop_sent = False
         budget_s = settings.sqlite_loop_commit_ms / 1000
-        self._on_loop = _LoopCommits(self, budget_s) if budget_s > 0 else None
+        self._on_loop = LoopCommits(self, budget_s) if budget_s > 0 else None
         self._stopped: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._thread = threading.Thread(target=self._loop, name="memstore-writer", daemon=True)
         self._thread.start()
@@ -149,7 +145,7 @@ class SqliteWriter:
         """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        job = _Job(factory, loop, future, size)
+        job = Job(factory, loop, future, size)
         on_loop = self._on_loop
         with self._lock:  # no job may slip in behind the stop signal
             if self._closed:
@@ -169,7 +165,7 @@ class SqliteWriter:
             await self._gather_and_commit(job)
         return await future
 
-    async def _gather_and_commit(self, job: _Job) -> None:
+    async def _gather_and_commit(self, job: Job) -> None:
         try:
             await asyncio.sleep(0)  # writers ready in this same tick join this commit
         except BaseException:  # cancelled in this tick
@@ -192,15 +188,18 @@ class SqliteWriter:
             # thread, after it (first, the thread would hold the lock it needs). Left for
             # their owners, each would commit on the loop in this same tick, one after the
             # other, and the loop would stand still for all of them.
-            if not (self._on_loop is not None and self._on_loop.commit(batch)):
+            outcomes = None if self._on_loop is None else self._on_loop.commit(batch)
+            if outcomes is None:  # refused: the thread commits it
                 rest = batch + rest
+            else:
+                _answer_all(batch, outcomes)
         finally:
             with self._lock:
                 self._queue(rest)
                 self._leading -= 1
                 self._stop_when_idle()
 
-    def _take_batch(self, leader: _Job) -> tuple[list[_Job], list[_Job]]:
+    def _take_batch(self, leader: Job) -> tuple[list[Job], list[Job]]:
         """Empty the gathering (the caller holds ``_lock``): ``(for the loop, the rest)``.
 
         The loop's batch is the leader's job and the oldest others within the loop's limits.
@@ -218,7 +217,7 @@ class SqliteWriter:
         self._gathering = []
         return batch, rest
 
-    def _queue(self, batch: list[_Job]) -> None:
+    def _queue(self, batch: list[Job]) -> None:
         """Give jobs to the thread (the caller holds ``_lock``)."""
         # Never after the stop signal: the thread would not see them, their callers would
         # wait forever. (close() sends it only once no leader holds jobs.)
@@ -291,9 +290,9 @@ class SqliteWriter:
         conn.execute(f"PRAGMA synchronous = {self._settings.sqlite_synchronous}")
         return conn
 
-    def _next_batch(self) -> tuple[list[_Job], bool, bool]:
+    def _next_batch(self) -> tuple[list[Job], bool, bool]:
         """Wait for work, then take all that is queued: ``(jobs, checkpoint?, stop?)``."""
-        batch: list[_Job] = []
+        batch: list[Job] = []
         checkpoint = False
         item = self._jobs.get()
         while True:
@@ -338,7 +337,7 @@ class SqliteWriter:
         self._stopped.set_result(None)
 
     def _begin_and_commit(
-        self, conn: sqlite3.Connection, batch: list[_Job]
+        self, conn: sqlite3.Connection, batch: list[Job]
     ) -> list[tuple[Any, bool]]:
         with translate_errors():
             conn.execute("BEGIN IMMEDIATE")  # waits up to the busy timeout for the lock
@@ -348,7 +347,7 @@ class SqliteWriter:
             self._on_loop.observe(time.perf_counter() - start)
         return outcomes
 
-    def _commit(self, conn: sqlite3.Connection, batch: list[_Job]) -> list[tuple[Any, bool]]:
+    def _commit(self, conn: sqlite3.Connection, batch: list[Job]) -> list[tuple[Any, bool]]:
         """Run every job of ``batch`` in the transaction just begun, then COMMIT."""
         with translate_errors():
             try:
@@ -361,7 +360,7 @@ class SqliteWriter:
                 raise
         return outcomes
 
-    def _one(self, conn: sqlite3.Connection, job: _Job, alone: bool) -> tuple[Any, bool]:
+    def _one(self, conn: sqlite3.Connection, job: Job, alone: bool) -> tuple[Any, bool]:
         # Alone in its transaction, a job needs no savepoint: a failure rolls back everything.
         if not alone:
             conn.execute("SAVEPOINT job")
@@ -388,113 +387,6 @@ class SqliteWriter:
                 translated.__cause__ = error
                 return translated, True
             return error, True
-
-
-class _LoopCommits:
-    """Commits on the calling thread (the event loop's) while that is cheap and uncontended.
-
-    It owns a second connection to the file, with ``busy_timeout = 0`` (a held lock is
-    reported at once, never waited for on the loop) and no autocheckpoint. It keeps a running
-    estimate of how long a commit takes, fed by its own commits and the thread's; above the
-    budget every write goes to the thread until commits are fast again. The estimate starts
-    above the budget: nothing is known of the disk yet, so the thread's first commits measure
-    it (a network filesystem never stalls the loop, not even once).
-    """
-
-    def __init__(self, writer: SqliteWriter, budget_s: float) -> None:
-        self._writer = writer
-        self._budget_s = budget_s
-        self._typical_s = 2 * budget_s
-        self._lock = threading.Lock()  # one loop at a time (a store shared by threads' loops)
-        self._conn: sqlite3.Connection | None = None
-        self._closed = False
-        self._rows_since_checkpoint = 0
-
-    @property
-    def fast(self) -> bool:
-        """Whether commits lately took no longer than the budget."""
-        return self._typical_s <= self._budget_s
-
-    def observe(self, seconds: float) -> None:
-        """Fold one commit's duration into the running estimate."""
-        self._typical_s += (seconds - self._typical_s) * _NEWEST_WEIGHT
-
-    def commit(self, batch: list[_Job]) -> bool:
-        """Commit ``batch`` here and answer its callers; False if it must go to the thread.
-
-        False when another thread is committing on this connection, the store is closing,
-        or ``BEGIN IMMEDIATE`` did not get the lock at once (or failed at all: the thread
-        then meets the same error and reports it the usual way).
-        """
-        if not self._lock.acquire(blocking=False):
-            return False
-        try:
-            if self._closed:
-                return False
-            start = time.perf_counter()
-            conn = self._begin()
-            if conn is None:
-                return False
-            try:
-                changes = conn.total_changes
-                outcomes = self._writer._commit(conn, batch)
-                self._rows_since_checkpoint += conn.total_changes - changes
-            except BaseException as error:  # COMMIT failed: every caller hears it
-                outcomes = [(error, True)] * len(batch)
-                if conn.in_transaction:  # its ROLLBACK failed too: never keep the lock
-                    self._discard()
-            self.observe(time.perf_counter() - start)
-            if self._rows_since_checkpoint >= CHECKPOINT_ROWS:
-                self._rows_since_checkpoint = 0
-                self._writer.request_checkpoint()
-        finally:
-            self._lock.release()
-        _answer_all(batch, outcomes)
-        return True
-
-    def _begin(self) -> sqlite3.Connection | None:
-        """The connection, in a write transaction; ``None`` if the thread must do it."""
-        try:
-            if self._conn is None:
-                self._conn = self._open()
-            self._conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as error:
-            code = getattr(error, "sqlite_errorcode", None)  # ProgrammingError has none
-            if code is None or code & 0xFF != sqlite3.SQLITE_BUSY:
-                # Not a held lock (a bad file, an unreadable directory): leave writes to the
-                # thread, which reports it, until commits there have been fast a while.
-                self._discard()
-                self.observe(1.0)
-            return None
-        return self._conn
-
-    def _open(self) -> sqlite3.Connection:
-        conn = self._writer._connect()
-        try:
-            conn.execute("PRAGMA busy_timeout = 0")
-            conn.execute("PRAGMA wal_autocheckpoint = 0")
-        except sqlite3.Error:
-            conn.close()
-            raise
-        return conn
-
-    def _discard(self) -> None:
-        if self._conn is not None:
-            with contextlib.suppress(sqlite3.Error):
-                self._conn.close()  # closing releases any lock it holds
-            self._conn = None
-
-    def close(self) -> None:
-        """Close the connection; later commits go to the (closing) thread, which refuses."""
-        if self._writer.pid != os.getpid():
-            # A forked child: the connection is the parent's, and the lock may have been
-            # held by a parent thread at the fork, so it would never be released here.
-            self._closed = True
-            self._conn = None
-            return
-        with self._lock:  # a commit on another thread's loop finishes first
-            self._closed = True
-            self._discard()
 
 
 def writer_for(path: Path, settings: Settings, current: SqliteWriter | None) -> SqliteWriter:

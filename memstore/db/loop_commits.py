@@ -1,0 +1,134 @@
+"""Commits on the event loop's own thread, for the SQLite writer (see its module docstring).
+
+:class:`LoopCommits` owns the writer's second connection and decides, from a running
+estimate of commit times, whether the loop may commit at all; the writer decides which
+batches it gets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memstore.db.sqlite_writer import Job, SqliteWriter
+
+#: Rows changed on the loop's connection between two checkpoints by the thread. An append
+#: changes two rows (its item and the session) and adds about six pages to the WAL, so this is
+#: close to SQLite's own autocheckpoint (1000 pages). Counted in rows, not commits: one commit
+#: of a batch can hold many appends.
+CHECKPOINT_ROWS = 400
+#: Weight of the newest commit in the running estimate of how long a commit takes.
+_NEWEST_WEIGHT = 0.2
+
+
+class LoopCommits:
+    """Commits on the calling thread (the event loop's) while that is cheap and uncontended.
+
+    It owns a second connection to the file, with ``busy_timeout = 0`` (a held lock is
+    reported at once, never waited for on the loop) and no autocheckpoint. It keeps a running
+    estimate of how long a commit takes, fed by its own commits and the thread's; above the
+    budget every write goes to the thread until commits are fast again. The estimate starts
+    above the budget: nothing is known of the disk yet, so the thread's first commits measure
+    it (a network filesystem never stalls the loop, not even once). Connections are opened,
+    and batches run, exactly as the writer's thread does (its ``_connect`` and ``_commit``).
+    """
+
+    def __init__(self, writer: SqliteWriter, budget_s: float) -> None:
+        self._writer = writer
+        self._budget_s = budget_s
+        self._typical_s = 2 * budget_s
+        self._lock = threading.Lock()  # one loop at a time (a store shared by threads' loops)
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+        self._rows_since_checkpoint = 0
+
+    @property
+    def fast(self) -> bool:
+        """Whether commits lately took no longer than the budget."""
+        return self._typical_s <= self._budget_s
+
+    def observe(self, seconds: float) -> None:
+        """Fold one commit's duration into the running estimate."""
+        self._typical_s += (seconds - self._typical_s) * _NEWEST_WEIGHT
+
+    def commit(self, batch: list[Job]) -> list[tuple[Any, bool]] | None:
+        """Commit ``batch`` here: each job's ``(outcome, failed)``, or ``None`` if the thread
+        must do it.
+
+        ``None`` when another thread is committing on this connection, the store is closing,
+        or ``BEGIN IMMEDIATE`` did not get the lock at once (or failed at all: the thread
+        then meets the same error and reports it the usual way).
+        """
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            if self._closed:
+                return None
+            start = time.perf_counter()
+            conn = self._begin()
+            if conn is None:
+                return None
+            try:
+                changes = conn.total_changes
+                outcomes = self._writer._commit(conn, batch)
+                self._rows_since_checkpoint += conn.total_changes - changes
+            except BaseException as error:  # COMMIT failed: every caller hears it
+                outcomes = [(error, True)] * len(batch)
+                if conn.in_transaction:  # its ROLLBACK failed too: never keep the lock
+                    self._discard()
+            self.observe(time.perf_counter() - start)
+            if self._rows_since_checkpoint >= CHECKPOINT_ROWS:
+                self._rows_since_checkpoint = 0
+                self._writer.request_checkpoint()
+        finally:
+            self._lock.release()
+        return outcomes
+
+    def _begin(self) -> sqlite3.Connection | None:
+        """The connection, in a write transaction; ``None`` if the thread must do it."""
+        try:
+            if self._conn is None:
+                self._conn = self._open()
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as error:
+            code = getattr(error, "sqlite_errorcode", None)  # ProgrammingError has none
+            if code is None or code & 0xFF != sqlite3.SQLITE_BUSY:
+                # Not a held lock (a bad file, an unreadable directory): leave writes to the
+                # thread, which reports it, until commits there have been fast a while.
+                self._discard()
+                self.observe(1.0)
+            return None
+        return self._conn
+
+    def _open(self) -> sqlite3.Connection:
+        conn = self._writer._connect()
+        try:
+            conn.execute("PRAGMA busy_timeout = 0")
+            conn.execute("PRAGMA wal_autocheckpoint = 0")
+        except sqlite3.Error:
+            conn.close()
+            raise
+        return conn
+
+    def _discard(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()  # closing releases any lock it holds
+            self._conn = None
+
+    def close(self) -> None:
+        """Close the connection; later commits go to the (closing) thread, which refuses."""
+        if self._writer.pid != os.getpid():
+            # A forked child: the connection is the parent's, and the lock may have been
+            # held by a parent thread at the fork, so it would never be released here.
+            self._closed = True
+            self._conn = None
+            return
+        with self._lock:  # a commit on another thread's loop finishes first
+            self._closed = True
+            self._discard()
