@@ -104,9 +104,10 @@ def _env_float(
     if raw is None or raw.strip() == "":
         return default
     try:
-        return check(var, float(raw))
+        value = float(raw)
     except ValueError:
         raise ConfigurationError(var, f"must be a number, got {raw!r}") from None
+    return check(var, value)  # outside the try: its range error is a ValueError too
 
 
 @dataclass(frozen=True)

@@ -396,6 +396,19 @@ def test_invalid_settings_from_env(env: dict[str, str], var: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        ({"MEMSTORE_BUSY_TIMEOUT": "-1"}, "positive"),
+        ({"MEMSTORE_SQLITE_LOOP_COMMIT_MS": "-2"}, ">= 0"),
+        ({"MEMSTORE_SQLITE_LOOP_COMMIT_MS": "never"}, "must be a number"),
+    ],
+)
+def test_a_number_out_of_range_is_not_called_not_a_number(env: dict[str, str], says: str) -> None:
+    with pytest.raises(ConfigurationError, match=says):
+        Settings.from_env(env)
+
+
+@pytest.mark.parametrize(
     ("env", "var"),
     [
         ({"MEMSTORE_MAX_ITEM_BYTES": "0"}, "MEMSTORE_MAX_ITEM_BYTES"),
