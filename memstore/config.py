@@ -59,28 +59,28 @@ def require_int(name: str, value: object, *, minimum: int | None = None) -> int:
     return value
 
 
-def require_positive_float(name: str, value: object) -> float:
-    """Return ``value`` as a float if it is a positive, finite number (NaN and inf refused)."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise ConfigurationError(name, f"must be a positive finite number, got {value!r}")
-    return float(value)
-
-
-def require_non_negative_float(name: str, value: object) -> float:
-    """Return ``value`` as a float if it is a finite number >= 0 (NaN and inf refused)."""
+def _finite_float(name: str, value: object, *, zero_ok: bool) -> float:
+    """``value`` as a float if it is a finite number > 0 (>= 0 with ``zero_ok``)."""
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
         or not math.isfinite(value)
         or value < 0
+        or (value == 0 and not zero_ok)
     ):
-        raise ConfigurationError(name, f"must be a finite number >= 0, got {value!r}")
+        wanted = "a finite number >= 0" if zero_ok else "a positive finite number"
+        raise ConfigurationError(name, f"must be {wanted}, got {value!r}")
     return float(value)
+
+
+def require_positive_float(name: str, value: object) -> float:
+    """Return ``value`` as a float if it is a positive, finite number (NaN and inf refused)."""
+    return _finite_float(name, value, zero_ok=False)
+
+
+def require_non_negative_float(name: str, value: object) -> float:
+    """Return ``value`` as a float if it is a finite number >= 0 (NaN and inf refused)."""
+    return _finite_float(name, value, zero_ok=True)
 
 
 def env_int(env: Mapping[str, str], var: str, default: int) -> int:
