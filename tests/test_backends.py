@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -16,11 +17,13 @@ from conftest import (
 )
 
 from memstore import (
+    IdempotencyConflictError,
     LockTimeoutError,
     MemoryLimits,
     MemoryStore,
     SchemaTooNewError,
     Settings,
+    StorageError,
     ValidationError,
     WordEstimator,
 )
@@ -151,3 +154,79 @@ async def test_partial_indexes_on_both_backends(any_store: MemoryStore) -> None:
     found = dict(await any_store.database.run_read(lambda conn: conn.execute(query).all()))
     assert "fate IS NULL" in found["ix_items_active"]
     assert "removed_by IS NOT NULL" in found["ix_items_removed"]
+    assert "idempotency_key IS NOT NULL" in found["uq_items_session_id_idempotency_key"]
+    assert "UNIQUE" in found["uq_items_session_id_idempotency_key"].upper()
+
+
+async def test_migration_0005_keeps_every_item_down_and_up(backend_url: str) -> None:
+    """The idempotency constraint becomes a partial unique index (a table rebuild on SQLite):
+    every row survives both directions, and keys stay unique per session."""
+    from alembic import command
+    from sqlalchemy import inspect, select
+
+    from memstore.db.migrate import alembic_config
+    from memstore.db.tables import items
+
+    def migrate(target: str, downgrade: bool) -> Any:
+        def run(conn: Any) -> None:
+            (command.downgrade if downgrade else command.upgrade)(alembic_config(conn), target)
+
+        return run
+
+    def key_uniqueness(conn: Any) -> tuple[list[str | None], list[str]]:
+        found = inspect(conn)
+        constraints = [c["name"] for c in found.get_unique_constraints("items")]
+        indexes = [i["name"] for i in found.get_indexes("items") if i["unique"]]
+        return constraints, indexes
+
+    async with MemoryStore.open(backend_url) as store:
+        await add_worked_example(store)  # removed items included: compaction references
+        memory = store.session("keyed", estimator=WordEstimator())
+        first = await memory.add("user", "charge the card", idempotency_key="turn-1")
+        await memory.add("user", "no key here")
+        database = store.database
+
+        async def rows() -> list[Any]:
+            query = select(items).order_by(items.c.id)
+            return list(await database.run_read(lambda conn: conn.execute(query).all()))
+
+        before = await rows()
+        async with database.write() as conn:
+            await conn.run_sync(migrate("0004", downgrade=True))
+        assert await rows() == before
+        constraints, _ = await database.run_read(key_uniqueness)
+        assert "uq_items_session_id_idempotency_key" in constraints
+        async with database.write() as conn:
+            await conn.run_sync(migrate("head", downgrade=False))
+        assert await rows() == before
+        constraints, indexes = await database.run_read(key_uniqueness)
+        assert "uq_items_session_id_idempotency_key" not in constraints
+        assert "uq_items_session_id_idempotency_key" in indexes
+        assert await store.check() == []
+
+    async with MemoryStore.open(backend_url) as store:
+        memory = store.session("keyed", estimator=WordEstimator())
+        again = await memory.add("user", "charge the card", idempotency_key="turn-1")
+        assert again.id == first.id
+        with pytest.raises(IdempotencyConflictError):
+            await memory.add("user", "charge it twice", idempotency_key="turn-1")
+        await memory.add("user", "no key here")  # keyless items never conflict
+        assert [i.content for i in await memory.items()] == [
+            "charge the card", "no key here", "no key here",
+        ]  # fmt: skip
+
+        def duplicate_key(conn: Any) -> None:  # the index itself refuses, not only the code
+            conn.execute(
+                items.insert().values(
+                    {**before[-1]._asdict(), "id": "x", "seq": 99, "idempotency_key": "k"}
+                )
+            )
+            conn.execute(
+                items.insert().values(
+                    {**before[-1]._asdict(), "id": "y", "seq": 100, "idempotency_key": "k"}
+                )
+            )
+
+        with pytest.raises(StorageError):
+            async with store.database.write() as conn:
+                await conn.run_sync(duplicate_key)

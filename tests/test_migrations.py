@@ -120,19 +120,26 @@ async def test_constraint_and_index_names_match_the_models(db_path: Path) -> Non
 
 async def test_the_partial_indexes_are_partial(db_path: Path) -> None:
     """Autogenerate does not compare index predicates: check them here, and that the queries
-    they exist for use them (snapshots; what a compaction removed, and the foreign key)."""
+    they exist for use them (snapshots; what a compaction removed, and the foreign key; an
+    idempotency key's lookup)."""
     await open_once(db_path)
     with closing(sqlite3.connect(db_path)) as conn:
         indexes = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index'"))
         active = "SELECT id FROM items WHERE session_id = 's' AND fate IS NULL ORDER BY seq"
         removed = "SELECT count(*) FROM items WHERE session_id = 's' AND removed_by = 1"
+        keyed = "SELECT id FROM items WHERE session_id = 's' AND idempotency_key = 'k'"
         plans = {
-            q: str(conn.execute(f"EXPLAIN QUERY PLAN {q}").fetchall()) for q in (active, removed)
+            q: str(conn.execute(f"EXPLAIN QUERY PLAN {q}").fetchall())
+            for q in (active, removed, keyed)
         }
     assert indexes["ix_items_active"].endswith("WHERE fate IS NULL")
     assert indexes["ix_items_removed"].endswith("WHERE removed_by IS NOT NULL")
+    key_index = indexes["uq_items_session_id_idempotency_key"]
+    assert key_index.startswith("CREATE UNIQUE INDEX")
+    assert key_index.endswith("WHERE idempotency_key IS NOT NULL")
     assert "ix_items_active" in plans[active]
     assert "ix_items_removed" in plans[removed]
+    assert "uq_items_session_id_idempotency_key" in plans[keyed]
 
 
 async def test_downgrade_to_base_and_upgrade_again(db_path: Path) -> None:

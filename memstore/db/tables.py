@@ -13,6 +13,8 @@ Design notes:
   that points at a compaction that never committed impossible.
 * The partial index on active items keeps snapshot reads flat as the history grows; the one
   on removed items is partial too, so appends and compactions maintain only what is read.
+  For the same reason the uniqueness of idempotency keys is a partial unique index: an
+  append without a key (most of them) writes no entry there.
 * Long-term memory is two tables beside the sessions: ``ltm_entries`` holds each live entry
   (one row per scope and key), ``ltm_history`` every change ever made (set, delete, expire).
   A (scope, key)'s versions never repeat, even across a delete and a re-create (the unique
@@ -168,6 +170,8 @@ compactions = Table(
 _ACTIVE = text("fate IS NULL")
 #: Removed items: what reports and the foreign key to compactions look up (migration 0004).
 _REMOVED = text("removed_by IS NOT NULL")
+#: Keyed items: only they are looked up by key, or can conflict (migration 0005).
+_KEYED = text("idempotency_key IS NOT NULL")
 
 items = Table(
     "items",
@@ -193,7 +197,6 @@ items = Table(
     Column("removed_version", Integer, nullable=True),
     Column("version", Integer, nullable=False),
     UniqueConstraint("session_id", "seq"),
-    UniqueConstraint("session_id", "idempotency_key"),
     ForeignKeyConstraint(
         ["session_id", "removed_by"],
         ["compactions.session_id", "compactions.number"],
@@ -202,6 +205,13 @@ items = Table(
     ),
     Index("ix_items_active", "session_id", "seq", sqlite_where=_ACTIVE),
     Index("ix_items_removed", "session_id", "removed_by", sqlite_where=_REMOVED),
+    Index(
+        "uq_items_session_id_idempotency_key",
+        "session_id",
+        "idempotency_key",
+        unique=True,
+        sqlite_where=_KEYED,
+    ),
 )
 
 
