@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sqlite3
 import threading
 import time
+import types
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -231,8 +233,9 @@ async def test_a_zero_budget_keeps_every_commit_on_the_thread(
     assert commits == [(False, 1)] * 8
 
 
-def test_the_estimate_follows_recent_commits() -> None:
-    estimate = loop_commits.LoopCommits(writer=None, budget_s=0.001)  # type: ignore[arg-type]
+def test_the_estimate_follows_recent_commits(tmp_path: Path) -> None:
+    writer = types.SimpleNamespace(_path=tmp_path / "unused.db")
+    estimate = loop_commits.LoopCommits(writer=writer, budget_s=0.001)  # type: ignore[arg-type]
     assert not estimate.fast  # nothing measured yet
     for _ in range(10):
         estimate.observe(0.0002)
@@ -346,21 +349,59 @@ async def test_the_thread_checkpoints_for_the_loop(
                 await memory.add("user", f"message {i} " + "word " * 400)
             return Path(f"{path}-wal").stat().st_size
 
-    monkeypatch.setattr(loop_commits, "CHECKPOINT_ROWS", 10**9)
+    monkeypatch.setattr(loop_commits, "CHECKPOINT_FRAMES", 10**9)
     never = await wal_bytes_after(tmp_path / "never.db")
-    monkeypatch.setattr(loop_commits, "CHECKPOINT_ROWS", 40)
+    monkeypatch.setattr(loop_commits, "CHECKPOINT_FRAMES", 120)
     checkpointed = await wal_bytes_after(tmp_path / "checkpointed.db")
     # Checkpointed, the WAL starts over from its beginning instead of holding every commit.
     assert checkpointed < never / 3, (checkpointed, never)
 
 
-async def test_checkpoints_are_counted_in_rows_not_commits(
-    warm: Warm, commits: Commits, monkeypatch: pytest.MonkeyPatch
+def test_wal_frames_are_the_frames_sqlite_reports(tmp_path: Path) -> None:
+    """The wal-index header read by WalFrames says what SQLite itself says the WAL holds,
+    and a WAL started over after a checkpoint counts from zero again."""
+    path = tmp_path / "frames.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    conn.execute("CREATE TABLE t (x TEXT)")
+    frames = loop_commits.WalFrames(f"{path}-shm")
+    try:
+
+        def wal_frames() -> int:  # (busy, frames in the WAL, frames checkpointed)
+            return int(conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1])
+
+        total = frames.grown(-1)
+        for i in range(20):
+            conn.execute("INSERT INTO t VALUES (?)", ("x" * 3000 * i,))
+            total += frames.grown(-1)
+        assert total == wal_frames() > 20  # the checkpoint above copied them, but kept them
+        conn.execute("INSERT INTO t VALUES ('after the checkpoint')")  # the WAL starts over
+        restarted = frames.grown(-1)
+        assert 0 < restarted == wal_frames() < total
+    finally:
+        frames.close()
+        conn.close()
+
+
+def test_unreadable_wal_frames_fall_back_to_the_estimate(tmp_path: Path) -> None:
+    missing = loop_commits.WalFrames(str(tmp_path / "nothing-shm"))
+    assert missing.grown(12) == 12
+    foreign = tmp_path / "not-a-wal-index"
+    foreign.write_bytes(b"\x00" * 64)  # iVersion is not SQLite's
+    assert loop_commits.WalFrames(str(foreign)).grown(7) == 7
+
+
+async def test_checkpoints_are_counted_in_wal_frames_not_commits(
+    warm: Warm, commits: Commits, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """One commit of a batch holds many appends: it must count as all of them."""
+    """One commit of a batch holds many appends: it counts every frame it wrote, and once
+    the frames reach CHECKPOINT_FRAMES the thread checkpoints and the WAL starts over."""
     store, memory = warm
+    writer = store.database.writer()
+    assert writer is not None and writer._on_loop is not None
+    committer = writer._on_loop
     requested: list[int] = []
-    monkeypatch.setattr(loop_commits, "CHECKPOINT_ROWS", 16)  # eight appends: two rows each
     request = sqlite_writer.SqliteWriter.request_checkpoint
 
     def recording(self):  # type: ignore[no-untyped-def]
@@ -368,18 +409,30 @@ async def test_checkpoints_are_counted_in_rows_not_commits(
         return request(self)
 
     monkeypatch.setattr(sqlite_writer.SqliteWriter, "request_checkpoint", recording)
-    await memory.add("user", "the session exists")  # 3 rows: the session is created
+    monkeypatch.setattr(loop_commits, "CHECKPOINT_FRAMES", 10**9)
+    await memory.add("user", "the session exists")
+    reader = loop_commits.WalFrames(f"{db_path}-shm")
+    reader.grown(0)
+    counted = committer._frames_since_checkpoint
     commits.clear()
-    await asyncio.gather(*(memory.add("user", f"m {i}") for i in range(8)))
+    await asyncio.gather(*(memory.add("user", f"m {i} " + "word " * 600) for i in range(8)))
     assert commits == [(True, 8)]
-    assert requested == [1]  # requested by that one commit
-    writer = store.database.writer()
-    assert writer is not None
+    written = reader.grown(0)
+    assert written > 8  # eight rows of 3 KB: a page each at least
+    assert committer._frames_since_checkpoint - counted == written
+    assert requested == []
+
+    monkeypatch.setattr(loop_commits, "CHECKPOINT_FRAMES", committer._frames_since_checkpoint + 1)
+    await memory.add("user", "one more: past the threshold")
+    assert requested == [len(commits)]  # requested by that commit
     for _ in range(500):  # the thread runs it, then the loop may commit again
         if not writer._checkpoint_queued:
             break
         await asyncio.sleep(0.01)
     assert not writer._checkpoint_queued
+    await memory.add("user", "the WAL starts over")
+    assert committer._frames_since_checkpoint < written  # counted from the restart
+    reader.close()
 
 
 def test_a_forked_child_closes_the_store_while_a_parent_thread_commits(db_path: Path) -> None:

@@ -24,8 +24,8 @@ large (:data:`LOOP_MAX_JOBS`, :data:`LOOP_MAX_SIZE`), or recent commits were slo
 ``Settings.sqlite_loop_commit_ms`` (a slow disk: the loop must not stall on its fsync; a new
 writer assumes slow until the thread's first commits say otherwise). The loop's connection
 never checkpoints (copying the WAL into the database and syncing it takes milliseconds);
-every ``CHECKPOINT_ROWS`` rows it changed, it asks the thread for one, and writes go to the
-thread until it is done. The guarantee is unchanged: each caller is answered after the
+every ``CHECKPOINT_FRAMES`` pages the WAL gains, it asks the thread for one, and writes go to
+the thread until it is done. The guarantee is unchanged: each caller is answered after the
 COMMIT that made its write durable, with the same ``synchronous`` setting.
 """
 
