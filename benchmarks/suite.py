@@ -5,8 +5,9 @@
 
 Sections (issue 8): (1) durable single appends of ~200-word messages in one process, words and
 tiktoken counting (and with every commit on the writer thread, none on the event loop), beside
-raw sqlite3 (WAL, one insert per commit, the same synchronous
-setting as memstore), the Agents SDK's SQLiteSession and SQLAlchemySession, and LangGraph's
+raw sqlite3 (WAL, one insert per commit, the same synchronous setting as memstore), memstore's
+own append statements in a synchronous loop (the floor of its design on this disk; see
+single_appends.py), the Agents SDK's SQLiteSession and SQLAlchemySession, and LangGraph's
 AsyncSqliteStore; (2) 16 coroutines appending at once; (3) 4 processes x 500 appends on one
 session; (4) build_model_input() and items() with 0 / 10k / 100k removed items beside ~50
 active; (5) committing a compaction that removes 100 items, beside a raw executemany of the
@@ -26,145 +27,18 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from append_throughput import messages, raw_sqlite
+from append_throughput import messages
 from many_workers import create, create_raw_table, memstore_worker, raw_worker, run_processes
+from single_appends import NO_COMPACTION, SYNC, Row, single_appends, timed
 
-from memstore import MemoryLimits, MemoryStore, TiktokenEstimator, WordEstimator
-from memstore.config import DEFAULT_SQLITE_LOOP_COMMIT_MS, DEFAULT_SQLITE_SYNCHRONOUS, Settings
+from memstore import MemoryStore, WordEstimator
 from memstore.db import compaction, reads
 from memstore.db.compaction import CommitContext
 from memstore.policy import plan_compaction
-
-SYNC = DEFAULT_SQLITE_SYNCHRONOUS
-NO_COMPACTION = MemoryLimits(hard=10**9, target=10**8, keep_recent=4)
-Row = tuple[str, float, str]
-
-
-def median_rate(n: int, runs: list[float]) -> float:
-    return n / statistics.median(runs)
-
-
-def timed(coro_factory: Callable[[Path], Awaitable[float]], rounds: int) -> float:
-    """Median seconds of ``coro_factory(fresh path)`` over ``rounds`` fresh databases."""
-    results = []
-    for _ in range(rounds):
-        with tempfile.TemporaryDirectory() as tmp:
-            results.append(asyncio.run(coro_factory(Path(tmp) / "bench.db")))
-    return statistics.median(results)
-
-
-# -- (1) single appends ------------------------------------------------------------------
-
-
-def single_appends(texts: list[str], rounds: int) -> list[Row]:
-    """Rounds are interleaved (every contender once per round): a noisy minute on the shared
-    machine then hits all of them alike instead of one contender's every round."""
-    n = len(texts)
-
-    async def raw(path: Path) -> float:
-        return n / raw_sqlite(path, texts, SYNC)  # its rate back to seconds, like the others
-
-    def memstore_run(
-        tiktoken: bool, loop_ms: float = DEFAULT_SQLITE_LOOP_COMMIT_MS
-    ) -> Callable[[Path], Awaitable[float]]:
-        async def run(path: Path) -> float:
-            settings = Settings(sqlite_loop_commit_ms=loop_ms)
-            async with MemoryStore.open(path, settings=settings) as store:
-                estimator = TiktokenEstimator() if tiktoken else WordEstimator()
-                memory = store.session("b", estimator=estimator, limits=NO_COMPACTION)
-                await memory.add("user", "warm-up")
-                start = time.perf_counter()
-                for text in texts:
-                    await memory.add("user", text)
-                return time.perf_counter() - start
-
-        return run
-
-    contenders = {
-        f"raw sqlite3, WAL, synchronous={SYNC}": raw,
-        "memstore add (words)": memstore_run(False),
-        "memstore add (tiktoken)": memstore_run(True),
-        "memstore add (words), writer thread only": memstore_run(False, loop_ms=0),
-        **peer_factories(texts),
-    }
-    seconds: dict[str, list[float]] = {label: [] for label in contenders}
-    missing: dict[str, str] = {}
-    for _ in range(rounds):
-        for label, factory in contenders.items():
-            if label in missing:
-                continue
-            try:
-                seconds[label].append(timed(factory, 1))
-            except ImportError as error:
-                missing[label] = f"not installed ({error.name})"
-    rates = {label: n / statistics.median(s) for label, s in seconds.items() if s}
-    base_label = next(iter(contenders))
-    base = rates[base_label]
-    rows: list[Row] = []
-    for label in contenders:
-        if label in missing:
-            rows.append((label, float("nan"), missing[label]))
-        elif label == base_label:
-            rows.append((label, base, "baseline"))
-        else:
-            note = f"{rates[label] / base:.3f} x raw"
-            if label.startswith("memstore") and SDK_SESSION in rates:  # goal (1)'s ratio
-                note += f", {rates[label] / rates[SDK_SESSION]:.2f} x SQLiteSession"
-            rows.append((label, rates[label], note))
-    return rows
-
-
-SDK_SESSION = "Agents SDK SQLiteSession.add_items"
-
-
-def peer_factories(texts: list[str]) -> dict[str, Callable[[Path], Awaitable[float]]]:
-    async def sqlite_session(path: Path) -> float:
-        from agents import SQLiteSession
-
-        session = SQLiteSession("b", str(path))
-        await session.add_items([{"role": "user", "content": "warm-up"}])
-        start = time.perf_counter()
-        for text in texts:
-            await session.add_items([{"role": "user", "content": text}])
-        elapsed = time.perf_counter() - start
-        session.close()
-        return elapsed
-
-    async def sqlalchemy_session(path: Path) -> float:
-        from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
-
-        session = SQLAlchemySession.from_url(
-            "b", url=f"sqlite+aiosqlite:///{path}", create_tables=True
-        )
-        await session.add_items([{"role": "user", "content": "warm-up"}])
-        start = time.perf_counter()
-        for text in texts:
-            await session.add_items([{"role": "user", "content": text}])
-        elapsed = time.perf_counter() - start
-        await session.engine.dispose()
-        return elapsed
-
-    async def langgraph_store(path: Path) -> float:
-        from langgraph.store.sqlite.aio import AsyncSqliteStore
-
-        async with AsyncSqliteStore.from_conn_string(str(path)) as store:
-            await store.setup()
-            start = time.perf_counter()
-            for i, text in enumerate(texts):
-                await store.aput(("sessions", "b"), f"item-{i}", {"role": "user", "text": text})
-            return time.perf_counter() - start
-
-    return {
-        SDK_SESSION: sqlite_session,
-        "Agents SDK SQLAlchemySession.add_items": sqlalchemy_session,
-        "LangGraph AsyncSqliteStore.aput": langgraph_store,
-    }
-
 
 # -- (2) 16 coroutines -----------------------------------------------------------------------
 
@@ -451,7 +325,7 @@ def main() -> None:
     sizes = [0, 1_000, 10_000] if args.quick else [0, 10_000, 100_000]
     texts = messages(n)
     sections: list[tuple[str, list[Row]]] = []
-    singles = single_appends(texts, rounds)
+    singles = single_appends(texts, max(rounds, 5))  # the noisiest section, and goal (1)
     sections.append((f"(1) {n} durable single appends, ~200 words (appends/s)", singles))
     sections.append(
         (

@@ -1,0 +1,200 @@
+"""Section (1) of the suite: durable single appends, memstore beside raw sqlite3 and peers.
+
+Also the helpers every section shares (``Row``, ``timed``, the settings under test). Besides
+the contenders the issue names, one line measures the floor of memstore's own design on this
+disk: the very statements of an append (:func:`memstore.db.append.append_steps`) on a plain
+``sqlite3`` connection with memstore's settings and checkpoint interval, in a synchronous
+loop. What memstore costs above it is its async write path (input validation, the writer's
+gathering of concurrent writes, the hand-off to its thread around checkpoints); what the floor
+costs above raw sqlite3 is the schema (cached totals, indexes) and its checkpoints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from append_throughput import raw_sqlite
+
+from memstore import MemoryLimits, MemoryStore, TiktokenEstimator, WordEstimator
+from memstore.config import DEFAULT_SQLITE_LOOP_COMMIT_MS, DEFAULT_SQLITE_SYNCHRONOUS, Settings
+from memstore.db.append import NewItem, append_steps
+from memstore.db.loop_commits import CHECKPOINT_FRAMES, WalFrames
+from memstore.db.sqlite_statements import execute
+from memstore.model import MemoryKind, MemoryRole, Priority
+
+SYNC = DEFAULT_SQLITE_SYNCHRONOUS
+NO_COMPACTION = MemoryLimits(hard=10**9, target=10**8, keep_recent=4)
+Row = tuple[str, float, str]
+
+
+def timed(coro_factory: Callable[[Path], Awaitable[float]], rounds: int) -> float:
+    """Median seconds of ``coro_factory(fresh path)`` over ``rounds`` fresh databases."""
+    results = []
+    for _ in range(rounds):
+        with tempfile.TemporaryDirectory() as tmp:
+            results.append(asyncio.run(coro_factory(Path(tmp) / "bench.db")))
+    return statistics.median(results)
+
+
+# -- (1) single appends ------------------------------------------------------------------
+
+
+async def memstore_floor(path: Path, texts: list[str]) -> float:
+    """Seconds for memstore's own append transactions run without asyncio or its writer.
+
+    The same statements (``append_steps``), connection settings and checkpoint interval as
+    the writer's commits on the event loop, in a plain synchronous loop on one connection
+    (inside a coroutine only to open the store first; nothing else runs meanwhile).
+    """
+
+    async with MemoryStore.open(path) as store:  # the schema and the session row
+        memory = store.session("b", estimator=WordEstimator(), limits=NO_COMPACTION)
+        await memory.add("user", "warm-up")
+    conn = sqlite3.connect(path, isolation_level=None)
+    for pragma in ("foreign_keys = ON", f"synchronous = {SYNC}", "wal_autocheckpoint = 0"):
+        conn.execute(f"PRAGMA {pragma}")
+    wal = WalFrames(f"{path}-shm")
+    estimator, frames = WordEstimator(), 0
+    start = time.perf_counter()
+    for text in texts:
+        new = NewItem(
+            role=MemoryRole.USER,
+            kind=MemoryKind.USER_MESSAGE,
+            priority=Priority.NORMAL,
+            content=text,
+            estimated_tokens=estimator.count(text),
+        )
+        steps = append_steps("sqlite", "b", estimator.name, NO_COMPACTION, new)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            statement, params = next(steps)
+            while True:
+                statement, params = steps.send(execute(conn, statement, params))
+        except StopIteration:
+            conn.execute("COMMIT")
+        frames += wal.grown(0)
+        if frames >= CHECKPOINT_FRAMES:  # as the writer's thread does for the loop's commits
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            frames = 0
+    elapsed = time.perf_counter() - start
+    wal.close()
+    conn.close()
+    return elapsed
+
+
+def single_appends(texts: list[str], rounds: int) -> list[Row]:
+    """Rounds are interleaved (every contender once per round): a noisy minute on the shared
+    machine then hits all of them alike instead of one contender's every round."""
+    n = len(texts)
+
+    async def raw(path: Path) -> float:
+        return n / raw_sqlite(path, texts, SYNC)  # its rate back to seconds, like the others
+
+    async def floor(path: Path) -> float:
+        return await memstore_floor(path, texts)
+
+    def memstore_run(
+        tiktoken: bool, loop_ms: float = DEFAULT_SQLITE_LOOP_COMMIT_MS
+    ) -> Callable[[Path], Awaitable[float]]:
+        async def run(path: Path) -> float:
+            settings = Settings(sqlite_loop_commit_ms=loop_ms)
+            async with MemoryStore.open(path, settings=settings) as store:
+                estimator = TiktokenEstimator() if tiktoken else WordEstimator()
+                memory = store.session("b", estimator=estimator, limits=NO_COMPACTION)
+                await memory.add("user", "warm-up")
+                start = time.perf_counter()
+                for text in texts:
+                    await memory.add("user", text)
+                return time.perf_counter() - start
+
+        return run
+
+    contenders = {
+        f"raw sqlite3, WAL, synchronous={SYNC}": raw,
+        FLOOR: floor,
+        "memstore add (words)": memstore_run(False),
+        "memstore add (tiktoken)": memstore_run(True),
+        "memstore add (words), writer thread only": memstore_run(False, loop_ms=0),
+        **peer_factories(texts),
+    }
+    seconds: dict[str, list[float]] = {label: [] for label in contenders}
+    missing: dict[str, str] = {}
+    for _ in range(rounds):
+        for label, factory in contenders.items():
+            if label in missing:
+                continue
+            try:
+                seconds[label].append(timed(factory, 1))
+            except ImportError as error:
+                missing[label] = f"not installed ({error.name})"
+    rates = {label: n / statistics.median(s) for label, s in seconds.items() if s}
+    base_label = next(iter(contenders))
+    base = rates[base_label]
+    rows: list[Row] = []
+    for label in contenders:
+        if label in missing:
+            rows.append((label, float("nan"), missing[label]))
+        elif label == base_label:
+            rows.append((label, base, "baseline"))
+        else:
+            note = f"{rates[label] / base:.3f} x raw"
+            if label.startswith("memstore") and SDK_SESSION in rates:  # goal (1)'s ratio
+                note += f", {rates[label] / rates[SDK_SESSION]:.2f} x SQLiteSession"
+            if label.startswith("memstore add"):
+                note += f", {rates[label] / rates[FLOOR]:.2f} x floor"
+            rows.append((label, rates[label], note))
+    return rows
+
+
+SDK_SESSION = "Agents SDK SQLiteSession.add_items"
+FLOOR = "memstore's append SQL, sync loop, no asyncio (floor)"
+
+
+def peer_factories(texts: list[str]) -> dict[str, Callable[[Path], Awaitable[float]]]:
+    async def sqlite_session(path: Path) -> float:
+        from agents import SQLiteSession
+
+        session = SQLiteSession("b", str(path))
+        await session.add_items([{"role": "user", "content": "warm-up"}])
+        start = time.perf_counter()
+        for text in texts:
+            await session.add_items([{"role": "user", "content": text}])
+        elapsed = time.perf_counter() - start
+        session.close()
+        return elapsed
+
+    async def sqlalchemy_session(path: Path) -> float:
+        from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
+
+        session = SQLAlchemySession.from_url(
+            "b", url=f"sqlite+aiosqlite:///{path}", create_tables=True
+        )
+        await session.add_items([{"role": "user", "content": "warm-up"}])
+        start = time.perf_counter()
+        for text in texts:
+            await session.add_items([{"role": "user", "content": text}])
+        elapsed = time.perf_counter() - start
+        await session.engine.dispose()
+        return elapsed
+
+    async def langgraph_store(path: Path) -> float:
+        from langgraph.store.sqlite.aio import AsyncSqliteStore
+
+        async with AsyncSqliteStore.from_conn_string(str(path)) as store:
+            await store.setup()
+            start = time.perf_counter()
+            for i, text in enumerate(texts):
+                await store.aput(("sessions", "b"), f"item-{i}", {"role": "user", "text": text})
+            return time.perf_counter() - start
+
+    return {
+        SDK_SESSION: sqlite_session,
+        "Agents SDK SQLAlchemySession.add_items": sqlalchemy_session,
+        "LangGraph AsyncSqliteStore.aput": langgraph_store,
+    }
