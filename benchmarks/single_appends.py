@@ -24,8 +24,8 @@ from append_throughput import raw_sqlite
 from memstore import MemoryLimits, MemoryStore, TiktokenEstimator, WordEstimator
 from memstore.config import DEFAULT_SQLITE_LOOP_COMMIT_MS, DEFAULT_SQLITE_SYNCHRONOUS, Settings
 from memstore.db.append import NewItem, append_steps
-from memstore.db.loop_commits import CHECKPOINT_FRAMES, WalFrames
 from memstore.db.sqlite_statements import execute
+from memstore.db.sqlite_writer import CHECKPOINT_FRAMES
 from memstore.model import MemoryKind, MemoryRole, Priority
 
 SYNC = DEFAULT_SQLITE_SYNCHRONOUS
@@ -57,12 +57,16 @@ async def memstore_floor(path: Path, texts: list[str]) -> float:
         memory = store.session("b", estimator=WordEstimator(), limits=NO_COMPACTION)
         await memory.add("user", "warm-up")
     conn = sqlite3.connect(path, isolation_level=None)
-    for pragma in ("foreign_keys = ON", f"synchronous = {SYNC}", "wal_autocheckpoint = 0"):
+    pragmas = (
+        "foreign_keys = ON",
+        f"synchronous = {SYNC}",
+        f"wal_autocheckpoint = {CHECKPOINT_FRAMES}",
+    )
+    for pragma in pragmas:
         conn.execute(f"PRAGMA {pragma}")
-    wal = WalFrames(f"{path}-shm")
-    estimator, frames = WordEstimator(), 0
-    start = time.perf_counter()
-    for text in texts:
+    estimator = WordEstimator()
+
+    def append(text: str) -> None:
         new = NewItem(
             role=MemoryRole.USER,
             kind=MemoryKind.USER_MESSAGE,
@@ -78,12 +82,12 @@ async def memstore_floor(path: Path, texts: list[str]) -> float:
                 statement, params = steps.send(execute(conn, statement, params))
         except StopIteration:
             conn.execute("COMMIT")
-        frames += wal.grown(0)
-        if frames >= CHECKPOINT_FRAMES:  # as the writer's thread does for the loop's commits
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-            frames = 0
+
+    append("warm-up")  # this connection's own, as the memstore contenders warm theirs
+    start = time.perf_counter()
+    for text in texts:
+        append(text)
     elapsed = time.perf_counter() - start
-    wal.close()
     conn.close()
     return elapsed
 

@@ -15,8 +15,8 @@ import signal
 import sqlite3
 import threading
 import time
-import types
 from collections.abc import AsyncIterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -233,9 +233,8 @@ async def test_a_zero_budget_keeps_every_commit_on_the_thread(
     assert commits == [(False, 1)] * 8
 
 
-def test_the_estimate_follows_recent_commits(tmp_path: Path) -> None:
-    writer = types.SimpleNamespace(_path=tmp_path / "unused.db")
-    estimate = loop_commits.LoopCommits(writer=writer, budget_s=0.001)  # type: ignore[arg-type]
+def test_the_estimate_follows_recent_commits() -> None:
+    estimate = loop_commits.LoopCommits(writer=None, budget_s=0.001)  # type: ignore[arg-type]
     assert not estimate.fast  # nothing measured yet
     for _ in range(10):
         estimate.observe(0.0002)
@@ -314,7 +313,7 @@ async def test_the_loop_connection_has_the_store_settings_and_never_waits(
         assert pragma("synchronous") == 1  # NORMAL, as the store was opened
         assert pragma("foreign_keys") == 1
         assert pragma("busy_timeout") == 0  # a held lock is reported, never waited for
-        assert pragma("wal_autocheckpoint") == 0  # the thread checkpoints
+        assert pragma("wal_autocheckpoint") == sqlite_writer.CHECKPOINT_FRAMES
 
 
 async def test_two_event_loops_in_two_threads_share_one_store(db_path: Path) -> None:
@@ -339,100 +338,29 @@ async def test_two_event_loops_in_two_threads_share_one_store(db_path: Path) -> 
         assert await store.check() == []
 
 
-async def test_the_thread_checkpoints_for_the_loop(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("loop_ms", [GENEROUS, 0.0], ids=["on the loop", "on the thread"])
+async def test_commits_checkpoint_every_checkpoint_frames(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loop_ms: float
 ) -> None:
-    async def wal_bytes_after(path: Path) -> int:
-        async with open_store(path, sqlite_loop_commit_ms=GENEROUS) as store:
+    """Both connections checkpoint at CHECKPOINT_FRAMES WAL pages: the WAL starts over from
+    its beginning instead of growing to SQLite's 1000 pages (or, before, without limit)."""
+
+    async def wal_after(path: Path) -> tuple[int, int]:
+        async with open_store(path, sqlite_loop_commit_ms=loop_ms) as store:
             memory = store.session("s", estimator=WordEstimator(), limits=LIMITS)
             for i in range(300):
                 await memory.add("user", f"message {i} " + "word " * 400)
-            return Path(f"{path}-wal").stat().st_size
+            with closing(sqlite3.connect(path)) as reader:  # (busy, WAL pages, checkpointed)
+                _, pages, _ = reader.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            assert await store.check() == []
+            return Path(f"{path}-wal").stat().st_size, pages
 
-    monkeypatch.setattr(loop_commits, "CHECKPOINT_FRAMES", 10**9)
-    never = await wal_bytes_after(tmp_path / "never.db")
-    monkeypatch.setattr(loop_commits, "CHECKPOINT_FRAMES", 120)
-    checkpointed = await wal_bytes_after(tmp_path / "checkpointed.db")
-    # Checkpointed, the WAL starts over from its beginning instead of holding every commit.
+    monkeypatch.setattr(sqlite_writer, "CHECKPOINT_FRAMES", 10**6)
+    never, never_pages = await wal_after(tmp_path / "never.db")
+    monkeypatch.setattr(sqlite_writer, "CHECKPOINT_FRAMES", 120)
+    checkpointed, pages = await wal_after(tmp_path / "checkpointed.db")
     assert checkpointed < never / 3, (checkpointed, never)
-
-
-def test_wal_frames_are_the_frames_sqlite_reports(tmp_path: Path) -> None:
-    """The wal-index header read by WalFrames says what SQLite itself says the WAL holds,
-    and a WAL started over after a checkpoint counts from zero again."""
-    path = tmp_path / "frames.db"
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA wal_autocheckpoint = 0")
-    conn.execute("CREATE TABLE t (x TEXT)")
-    frames = loop_commits.WalFrames(f"{path}-shm")
-    try:
-
-        def wal_frames() -> int:  # (busy, frames in the WAL, frames checkpointed)
-            return int(conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1])
-
-        total = frames.grown(-1)
-        for i in range(20):
-            conn.execute("INSERT INTO t VALUES (?)", ("x" * 3000 * i,))
-            total += frames.grown(-1)
-        assert total == wal_frames() > 20  # the checkpoint above copied them, but kept them
-        conn.execute("INSERT INTO t VALUES ('after the checkpoint')")  # the WAL starts over
-        restarted = frames.grown(-1)
-        assert 0 < restarted == wal_frames() < total
-    finally:
-        frames.close()
-        conn.close()
-
-
-def test_unreadable_wal_frames_fall_back_to_the_estimate(tmp_path: Path) -> None:
-    missing = loop_commits.WalFrames(str(tmp_path / "nothing-shm"))
-    assert missing.grown(12) == 12
-    foreign = tmp_path / "not-a-wal-index"
-    foreign.write_bytes(b"\x00" * 64)  # iVersion is not SQLite's
-    assert loop_commits.WalFrames(str(foreign)).grown(7) == 7
-
-
-async def test_checkpoints_are_counted_in_wal_frames_not_commits(
-    warm: Warm, commits: Commits, db_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """One commit of a batch holds many appends: it counts every frame it wrote, and once
-    the frames reach CHECKPOINT_FRAMES the thread checkpoints and the WAL starts over."""
-    store, memory = warm
-    writer = store.database.writer()
-    assert writer is not None and writer._on_loop is not None
-    committer = writer._on_loop
-    requested: list[int] = []
-    request = sqlite_writer.SqliteWriter.request_checkpoint
-
-    def recording(self):  # type: ignore[no-untyped-def]
-        requested.append(len(commits))
-        return request(self)
-
-    monkeypatch.setattr(sqlite_writer.SqliteWriter, "request_checkpoint", recording)
-    monkeypatch.setattr(loop_commits, "CHECKPOINT_FRAMES", 10**9)
-    await memory.add("user", "the session exists")
-    reader = loop_commits.WalFrames(f"{db_path}-shm")
-    reader.grown(0)
-    counted = committer._frames_since_checkpoint
-    commits.clear()
-    await asyncio.gather(*(memory.add("user", f"m {i} " + "word " * 600) for i in range(8)))
-    assert commits == [(True, 8)]
-    written = reader.grown(0)
-    assert written > 8  # eight rows of 3 KB: a page each at least
-    assert committer._frames_since_checkpoint - counted == written
-    assert requested == []
-
-    monkeypatch.setattr(loop_commits, "CHECKPOINT_FRAMES", committer._frames_since_checkpoint + 1)
-    await memory.add("user", "one more: past the threshold")
-    assert requested == [len(commits)]  # requested by that commit
-    for _ in range(500):  # the thread runs it, then the loop may commit again
-        if not writer._checkpoint_queued:
-            break
-        await asyncio.sleep(0.01)
-    assert not writer._checkpoint_queued
-    await memory.add("user", "the WAL starts over")
-    assert committer._frames_since_checkpoint < written  # counted from the restart
-    reader.close()
+    assert pages < 120 + 20 < never_pages  # at most one commit past the threshold
 
 
 def test_a_forked_child_closes_the_store_while_a_parent_thread_commits(db_path: Path) -> None:

@@ -8,10 +8,8 @@ batches it gets.
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import sqlite3
-import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -19,19 +17,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from memstore.db.sqlite_writer import Job, SqliteWriter
 
-#: WAL frames (pages) written between two checkpoints the loop's committer asks the thread
-#: for. SQLite's own autocheckpoint waits for 1000. Fewer pays off: once checkpointed, the WAL
-#: starts over from its beginning, and a commit that overwrites blocks the file already has
-#: is synced faster than one that grows the file (the file system must then journal the new
-#: size too). A process's WAL is new on every start, so the sooner it reaches its working
-#: size the better: about 50 single appends here (an append writes about six pages).
-#: Measured as section (1) of ``benchmarks/suite.py`` does, 7 rounds per value: 1000 -> 300
-#: frames took 300 durable appends on a new WAL from 439 to 355 us each; over 2,000 appends
-#: the two were within the noise (356 vs 378, 342 vs 338 in another run). Below 200 the
-#: checkpoints cost more than they save.
-CHECKPOINT_FRAMES = 300
-#: When the WAL's frame count cannot be read (see :class:`WalFrames`): frames per row changed.
-FRAMES_PER_ROW = 3
 #: Weight of the newest commit in the running estimate of how long a commit takes.
 _NEWEST_WEIGHT = 0.2
 
@@ -40,9 +25,10 @@ class LoopCommits:
     """Commits on the calling thread (the event loop's) while that is cheap and uncontended.
 
     It owns a second connection to the file, with ``busy_timeout = 0`` (a held lock is
-    reported at once, never waited for on the loop) and no autocheckpoint. It keeps a running
-    estimate of how long a commit takes, fed by its own commits and the thread's; above the
-    budget every write goes to the thread until commits are fast again. The estimate starts
+    reported at once, never waited for on the loop). It keeps a running estimate of how long
+    a commit takes, fed by its own commits and the thread's, checkpoints included (a COMMIT
+    that takes the WAL past ``CHECKPOINT_FRAMES`` runs one); above the budget every write goes
+    to the thread until commits are fast again. The estimate starts
     above the budget: nothing is known of the disk yet, so the thread's first commits measure
     it (a network filesystem never stalls the loop, not even once). Connections are opened,
     and batches run, exactly as the writer's thread does (its ``_connect`` and ``_commit``).
@@ -55,8 +41,6 @@ class LoopCommits:
         self._lock = threading.Lock()  # one loop at a time (a store shared by threads' loops)
         self._conn: sqlite3.Connection | None = None
         self._closed = False
-        self._wal = WalFrames(f"{writer._path}-shm")
-        self._frames_since_checkpoint = 0
 
     @property
     def fast(self) -> bool:
@@ -85,19 +69,12 @@ class LoopCommits:
             if conn is None:
                 return None
             try:
-                changes = conn.total_changes
                 outcomes = self._writer._commit(conn, batch)
-                self._frames_since_checkpoint += self._wal.grown(
-                    FRAMES_PER_ROW * (conn.total_changes - changes)
-                )
             except BaseException as error:  # COMMIT failed: every caller hears it
                 outcomes = [(error, True)] * len(batch)
                 if conn.in_transaction:  # its ROLLBACK failed too: never keep the lock
                     self._discard()
-            self.observe(time.perf_counter() - start)
-            if self._frames_since_checkpoint >= CHECKPOINT_FRAMES:
-                self._frames_since_checkpoint = 0
-                self._writer.request_checkpoint()
+            self.observe(time.perf_counter() - start)  # a checkpoint the COMMIT ran included
         finally:
             self._lock.release()
         return outcomes
@@ -122,7 +99,6 @@ class LoopCommits:
         conn = self._writer._connect()
         try:
             conn.execute("PRAGMA busy_timeout = 0")
-            conn.execute("PRAGMA wal_autocheckpoint = 0")
         except sqlite3.Error:
             conn.close()
             raise
@@ -141,56 +117,8 @@ class LoopCommits:
             # held by a parent thread at the fork, so it would never be released here.
             self._closed = True
             self._conn = None
-            self._wal.close()  # the child's own copy of the descriptor
             return
         with self._lock:  # a commit on another thread's loop finishes first
             self._closed = True
             self._discard()
-            self._wal.close()
 
-
-class WalFrames:
-    """How many frames the WAL has gained, read from SQLite's wal-index header.
-
-    The header opens the ``-shm`` file; its ``mxFrame`` (a native-endian u32 at offset 16,
-    after ``iVersion`` = 3007000 at offset 0) is the number of valid frames in the WAL, and
-    drops back when a writer starts the WAL over after a checkpoint. The format is
-    documented (https://sqlite.org/walformat.html) and shared by every SQLite version since
-    3.7.0: processes of different versions use one wal-index. It is only read, never written.
-    """
-
-    _VERSION = 3007000
-
-    def __init__(self, shm_path: str) -> None:
-        self._path = shm_path
-        self._file: io.FileIO | None = None
-        self._last = 0
-
-    def grown(self, estimate: int) -> int:
-        """Frames added since the last call (by any connection), or ``estimate`` if unreadable."""
-        frames = self._read()
-        if frames is None:
-            return estimate
-        # Fewer than last time: the WAL started over, and all it holds is new.
-        added = frames - self._last if frames >= self._last else frames
-        self._last = frames
-        return added
-
-    def _read(self) -> int | None:
-        try:
-            if self._file is None:
-                self._file = io.FileIO(self._path, "r")
-            self._file.seek(0)
-            header = self._file.read(20)
-        except OSError:
-            return None
-        if header is None or len(header) < 20:
-            return None
-        if int.from_bytes(header[0:4], sys.byteorder) != self._VERSION:
-            return None
-        return int.from_bytes(header[16:20], sys.byteorder)
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None

@@ -22,11 +22,14 @@ for the lock as usual: the thread has writes queued (it goes first, or the loop 
 taking the lock ahead of it), the lock is held (another process is writing), the batch is
 large (:data:`LOOP_MAX_JOBS`, :data:`LOOP_MAX_SIZE`), or recent commits were slower than
 ``Settings.sqlite_loop_commit_ms`` (a slow disk: the loop must not stall on its fsync; a new
-writer assumes slow until the thread's first commits say otherwise). The loop's connection
-never checkpoints (copying the WAL into the database and syncing it takes milliseconds);
-every ``CHECKPOINT_FRAMES`` pages the WAL gains, it asks the thread for one, and writes go to
-the thread until it is done. The guarantee is unchanged: each caller is answered after the
-COMMIT that made its write durable, with the same ``synchronous`` setting.
+writer assumes slow until the thread's first commits say otherwise). The guarantee is
+unchanged: each caller is answered after the COMMIT that made its write durable, with the
+same ``synchronous`` setting.
+
+Checkpoints: both connections checkpoint as SQLite does by itself, passively, inside the
+COMMIT that takes the WAL past a threshold, but at :data:`CHECKPOINT_FRAMES` pages instead of
+SQLite's 1000. On the loop that time is part of the commit's, so the running estimate sees it
+and a disk where checkpoints are slow moves commits to the thread.
 """
 
 from __future__ import annotations
@@ -57,6 +60,16 @@ MAX_BATCH = 256
 #: thread's.
 LOOP_MAX_JOBS = 32
 LOOP_MAX_SIZE = 256 << 10
+#: WAL pages after which a commit checkpoints (``PRAGMA wal_autocheckpoint``); SQLite's own
+#: default is 1000. Fewer pays off: once checkpointed, the WAL starts over from its beginning,
+#: and a commit that overwrites blocks the file already has is synced faster than one that
+#: grows the file (the file system must then journal the new size too: about twice the cost
+#: here). A process's WAL is new on every start, so the sooner it reaches its working size the
+#: better: after about 50 single appends (an append writes five to seven pages). Measured as
+#: section (1) of ``benchmarks/suite.py`` does, 7 rounds per value: 1000 -> 300 pages took 300
+#: durable appends on a new WAL from 439 to 355 us each; over 2,000 appends the two were
+#: within the noise. Below 200 the checkpoints cost more than they save.
+CHECKPOINT_FRAMES = 300
 
 
 @dataclass
@@ -67,13 +80,6 @@ class Job:
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[Any]
     size: int = 0  # about how much the write stores, in characters of text
-
-
-class _Checkpoint:
-    """Queued by the loop's committer: the thread runs a passive checkpoint."""
-
-
-_CHECKPOINT = _Checkpoint()
 
 
 def _answer(job: Job, outcome: Any, failed: bool) -> None:
@@ -118,11 +124,10 @@ class SqliteWriter:
         self.pid = os.getpid()
         self._path = path
         self._settings = settings
-        self._jobs: queue.SimpleQueue[Job | _Checkpoint | None] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._closed = False
         self._gathering: list[Job] = []  # jobs waiting one loop tick to commit on the loop
-        self._checkpoint_queued = False  # see request_checkpoint()
         self._thread_jobs = 0  # queued for the thread or in its batch: it is idle at 0
         self._leading = 0  # leaders between taking gathered jobs and queueing what is left
         self._stop_sent = False
@@ -153,7 +158,6 @@ class SqliteWriter:
             gather = (
                 on_loop is not None
                 and self._thread_jobs == 0  # else the loop would keep taking the lock first
-                and not self._checkpoint_queued
                 and size <= LOOP_MAX_SIZE
                 and on_loop.fast
             )
@@ -233,19 +237,6 @@ class SqliteWriter:
             self._stop_sent = True
             self._jobs.put(None)
 
-    def request_checkpoint(self) -> None:
-        """Ask the thread for a checkpoint (the loop's connection never runs one).
-
-        Until it has run, writes go to the thread and queue behind it: with no frames
-        appended while it runs, the checkpoint copies the whole WAL and the next write starts
-        the WAL over from its beginning. (A WAL that only grows costs twice as much per
-        fsync: the file's size changes with every commit.)
-        """
-        with self._lock:
-            if not self._stop_sent and not self._checkpoint_queued:
-                self._checkpoint_queued = True
-                self._jobs.put(_CHECKPOINT)
-
     @property
     def usable(self) -> bool:
         """True while this process's writer thread runs and accepts work."""
@@ -288,47 +279,36 @@ class SqliteWriter:
         conn.execute(f"PRAGMA busy_timeout = {int(self._settings.busy_timeout_s * 1000)}")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute(f"PRAGMA synchronous = {self._settings.sqlite_synchronous}")
+        conn.execute(f"PRAGMA wal_autocheckpoint = {CHECKPOINT_FRAMES}")
         return conn
 
-    def _next_batch(self) -> tuple[list[Job], bool, bool]:
-        """Wait for work, then take all that is queued: ``(jobs, checkpoint?, stop?)``."""
+    def _next_batch(self) -> tuple[list[Job], bool]:
+        """Wait for work, then take all that is queued: ``(jobs, stop?)``."""
         batch: list[Job] = []
-        checkpoint = False
         item = self._jobs.get()
         while True:
             if item is None:
-                return batch, checkpoint, True
-            if isinstance(item, _Checkpoint):
-                checkpoint = True
-            else:
-                batch.append(item)
+                return batch, True
+            batch.append(item)
             if len(batch) >= MAX_BATCH:
-                return batch, checkpoint, False
+                return batch, False
             try:
                 item = self._jobs.get_nowait()
             except queue.Empty:
-                return batch, checkpoint, False
+                return batch, False
 
     def _loop(self) -> None:
         conn: sqlite3.Connection | None = None
         stop = False
         while not stop:
-            batch, checkpoint, stop = self._next_batch()
+            batch, stop = self._next_batch()
             try:
                 if conn is None:
                     with translate_errors():
                         conn = self._connect()
-                if checkpoint:
-                    # Best effort, as SQLite's own autocheckpoint: a busy one is tried later.
-                    with contextlib.suppress(sqlite3.Error):
-                        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                 outcomes = self._begin_and_commit(conn, batch) if batch else []
             except BaseException as error:  # BEGIN or COMMIT failed: every caller hears it
                 outcomes = [(error, True)] * len(batch)
-            finally:
-                if checkpoint:  # done (or failed): the loop may commit again
-                    with self._lock:
-                        self._checkpoint_queued = False
             with self._lock:  # before the answers: a caller that writes again may use the loop
                 self._thread_jobs -= len(batch)
             _answer_all(batch, outcomes)
