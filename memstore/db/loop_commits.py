@@ -121,4 +121,3 @@ class LoopCommits:
         with self._lock:  # a commit on another thread's loop finishes first
             self._closed = True
             self._discard()
-
