@@ -5,8 +5,9 @@ the contenders the issue names, one line measures the floor of memstore's own de
 disk: the very statements of an append (:func:`memstore.db.append.append_steps`) on a plain
 ``sqlite3`` connection with memstore's settings and checkpoint interval, in a synchronous
 loop. What memstore costs above it is its async write path (input validation, the writer's
-gathering of concurrent writes, the hand-off to its thread around checkpoints); what the floor
-costs above raw sqlite3 is the schema (cached totals, indexes) and its checkpoints.
+gathering of concurrent writes, futures, the first commits a new writer leaves to its thread);
+what the floor costs above raw sqlite3 is the schema (cached totals, indexes) and its
+checkpoints.
 """
 
 from __future__ import annotations

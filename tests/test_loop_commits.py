@@ -15,6 +15,7 @@ import signal
 import sqlite3
 import threading
 import time
+import types
 from collections.abc import AsyncIterator
 from contextlib import closing
 from pathlib import Path
@@ -233,8 +234,9 @@ async def test_a_zero_budget_keeps_every_commit_on_the_thread(
     assert commits == [(False, 1)] * 8
 
 
-def test_the_estimate_follows_recent_commits() -> None:
-    estimate = loop_commits.LoopCommits(writer=None, budget_s=0.001)  # type: ignore[arg-type]
+def test_the_estimate_follows_recent_commits(tmp_path: Path) -> None:
+    writer = types.SimpleNamespace(_path=tmp_path / "unused.db")  # only its path is read
+    estimate = loop_commits.LoopCommits(writer=writer, budget_s=0.001)  # type: ignore[arg-type]
     assert not estimate.fast  # nothing measured yet
     for _ in range(10):
         estimate.observe(0.0002)
@@ -314,6 +316,7 @@ async def test_the_loop_connection_has_the_store_settings_and_never_waits(
         assert pragma("foreign_keys") == 1
         assert pragma("busy_timeout") == 0  # a held lock is reported, never waited for
         assert pragma("wal_autocheckpoint") == sqlite_writer.CHECKPOINT_FRAMES
+        assert pragma("journal_size_limit") == sqlite_writer.WAL_SIZE_LIMIT
 
 
 async def test_two_event_loops_in_two_threads_share_one_store(db_path: Path) -> None:
@@ -340,27 +343,70 @@ async def test_two_event_loops_in_two_threads_share_one_store(db_path: Path) -> 
 
 @pytest.mark.parametrize("loop_ms", [GENEROUS, 0.0], ids=["on the loop", "on the thread"])
 async def test_commits_checkpoint_every_checkpoint_frames(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loop_ms: float
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, commits: Commits, loop_ms: float
 ) -> None:
     """Both connections checkpoint at CHECKPOINT_FRAMES WAL pages: the WAL starts over from
     its beginning instead of growing to SQLite's 1000 pages (or, before, without limit)."""
 
-    async def wal_after(path: Path) -> tuple[int, int]:
+    async def wal_after(path: Path, frames: int) -> tuple[int, int]:
+        monkeypatch.setattr(sqlite_writer, "CHECKPOINT_FRAMES", frames)
+        monkeypatch.setattr(sqlite_writer, "WAL_SIZE_LIMIT", 2 * frames * 4096)
         async with open_store(path, sqlite_loop_commit_ms=loop_ms) as store:
             memory = store.session("s", estimator=WordEstimator(), limits=LIMITS)
+            commits.clear()
             for i in range(300):
                 await memory.add("user", f"message {i} " + "word " * 400)
+            on_loop = sum(here for here, _ in commits)
+            assert on_loop > 250 if loop_ms else on_loop == 0  # where the checkpoints ran
             with closing(sqlite3.connect(path)) as reader:  # (busy, WAL pages, checkpointed)
                 _, pages, _ = reader.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
             assert await store.check() == []
             return Path(f"{path}-wal").stat().st_size, pages
 
-    monkeypatch.setattr(sqlite_writer, "CHECKPOINT_FRAMES", 10**6)
-    never, never_pages = await wal_after(tmp_path / "never.db")
-    monkeypatch.setattr(sqlite_writer, "CHECKPOINT_FRAMES", 120)
-    checkpointed, pages = await wal_after(tmp_path / "checkpointed.db")
+    never, never_pages = await wal_after(tmp_path / "never.db", 10**6)
+    checkpointed, pages = await wal_after(tmp_path / "checkpointed.db", 120)
     assert checkpointed < never / 3, (checkpointed, never)
     assert pages < 120 + 20 < never_pages  # at most one commit past the threshold
+
+
+async def test_an_overgrown_wal_sends_commits_to_the_thread_until_it_is_truncated(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch, commits: Commits
+) -> None:
+    """A reader holding a snapshot stops checkpoints, and the WAL grows: the checkpoint that
+    follows copies all of it, so it must not run on the loop. Commits go to the thread until
+    the WAL has started over and SQLite has truncated it back to WAL_SIZE_LIMIT."""
+    monkeypatch.setattr(sqlite_writer, "CHECKPOINT_FRAMES", 30)
+    monkeypatch.setattr(sqlite_writer, "WAL_SIZE_LIMIT", 2 * 30 * 4096)
+    wal = Path(f"{db_path}-wal")
+    text = "word " * 400
+    async with open_store(db_path, sqlite_loop_commit_ms=GENEROUS) as store:
+        memory = await warmed(store, commits)
+        with closing(sqlite3.connect(db_path, isolation_level=None)) as reader:
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM items").fetchall()  # a snapshot, held
+            for _ in range(200):
+                await memory.add("user", text)
+                if wal.stat().st_size > sqlite_writer.WAL_SIZE_LIMIT:
+                    break
+            assert wal.stat().st_size > sqlite_writer.WAL_SIZE_LIMIT
+            commits.clear()
+            for _ in range(loop_commits._WAL_CHECK_EVERY + 1):  # the loop looks now and then
+                await memory.add("user", text)
+                if not commits[-1][0]:
+                    break
+            commits.clear()
+            for _ in range(5):
+                await memory.add("user", text)
+            assert commits == [(False, 1)] * 5  # the thread's, every one
+            reader.execute("COMMIT")
+        commits.clear()
+        for _ in range(100):  # the thread checkpoints, the WAL starts over, truncated
+            await memory.add("user", text)
+            if commits[-1][0]:
+                break
+        assert commits[-1] == (True, 1), commits  # back on the loop
+        assert wal.stat().st_size <= sqlite_writer.WAL_SIZE_LIMIT
+        assert await store.check() == []
 
 
 def test_a_forked_child_closes_the_store_while_a_parent_thread_commits(db_path: Path) -> None:

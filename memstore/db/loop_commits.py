@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 #: Weight of the newest commit in the running estimate of how long a commit takes.
 _NEWEST_WEIGHT = 0.2
+#: Loop commits between two looks at the WAL's size (see ``LoopCommits._wal_overgrown``).
+_WAL_CHECK_EVERY = 32
 
 
 class LoopCommits:
@@ -27,11 +29,12 @@ class LoopCommits:
     It owns a second connection to the file, with ``busy_timeout = 0`` (a held lock is
     reported at once, never waited for on the loop). It keeps a running estimate of how long
     a commit takes, fed by its own commits and the thread's, checkpoints included (a COMMIT
-    that takes the WAL past ``CHECKPOINT_FRAMES`` runs one); above the budget every write goes
-    to the thread until commits are fast again. The estimate starts
-    above the budget: nothing is known of the disk yet, so the thread's first commits measure
-    it (a network filesystem never stalls the loop, not even once). Connections are opened,
-    and batches run, exactly as the writer's thread does (its ``_connect`` and ``_commit``).
+    that takes the WAL past ``CHECKPOINT_FRAMES`` runs one); above the budget every write
+    goes to the thread until commits are fast again. The estimate starts above the budget:
+    nothing is known of the disk yet, so the thread's first commits measure it (a network
+    filesystem never stalls the loop, not even once). A WAL grown past its limit also sends
+    commits to the thread (:meth:`_wal_overgrown`). Connections are opened, and batches run,
+    exactly as the writer's thread does (its ``_connect`` and ``_commit``).
     """
 
     def __init__(self, writer: SqliteWriter, budget_s: float) -> None:
@@ -39,6 +42,13 @@ class LoopCommits:
         self._budget_s = budget_s
         self._typical_s = 2 * budget_s
         self._lock = threading.Lock()  # one loop at a time (a store shared by threads' loops)
+        # Where SQLite puts it: next to the database file, symbolic links resolved.
+        self._wal_path = f"{os.path.realpath(writer._path)}-wal"
+        from memstore.db.sqlite_writer import WAL_SIZE_LIMIT  # it imports this module
+
+        self._wal_size_limit = WAL_SIZE_LIMIT
+        self._wal_overgrown_last = False
+        self._commits_unchecked = _WAL_CHECK_EVERY  # look before the first commit
         self._conn: sqlite3.Connection | None = None
         self._closed = False
 
@@ -56,13 +66,14 @@ class LoopCommits:
         must do it.
 
         ``None`` when another thread is committing on this connection, the store is closing,
-        or ``BEGIN IMMEDIATE`` did not get the lock at once (or failed at all: the thread
-        then meets the same error and reports it the usual way).
+        the WAL has grown past its limit (:meth:`_wal_overgrown`), or ``BEGIN IMMEDIATE`` did not
+        get the lock at once (or failed at all: the thread then meets the same error and
+        reports it the usual way).
         """
         if not self._lock.acquire(blocking=False):
             return None
         try:
-            if self._closed:
+            if self._closed or self._wal_overgrown():
                 return None
             start = time.perf_counter()
             conn = self._begin()
@@ -78,6 +89,34 @@ class LoopCommits:
         finally:
             self._lock.release()
         return outcomes
+
+    def _wal_overgrown(self) -> bool:
+        """Whether the WAL file is past the writer's ``WAL_SIZE_LIMIT``: the next checkpoint
+        may be large.
+
+        A reader that keeps a snapshot open (another process, a backup) stops checkpoints
+        from finishing, and the WAL grows until it lets go; the next commit past the
+        threshold then copies all of it, which must not happen on the loop. Commits go to the
+        thread until a checkpoint has finished and the WAL, started over, was truncated back
+        to the limit (``journal_size_limit``, set on both connections).
+
+        The file is looked at with ``stat``, never opened: closing a descriptor on one of
+        SQLite's files drops every POSIX lock the process holds on it, SQLite's own included.
+        And only every ``_WAL_CHECK_EVERY`` commits while it is small: on this project's
+        machines the commit after a ``stat`` of the WAL took 70 us longer (its fsync, for
+        reasons the file system keeps to itself). Between two looks the WAL can grow by at
+        most that many loop commits, so what a checkpoint on the loop copies stays bounded.
+        """
+        if not self._wal_overgrown_last and self._commits_unchecked < _WAL_CHECK_EVERY:
+            self._commits_unchecked += 1
+            return False
+        self._commits_unchecked = 0
+        try:
+            size = os.stat(self._wal_path).st_size
+        except OSError:  # no WAL yet
+            size = 0
+        self._wal_overgrown_last = size > self._wal_size_limit
+        return self._wal_overgrown_last
 
     def _begin(self) -> sqlite3.Connection | None:
         """The connection, in a write transaction; ``None`` if the thread must do it."""

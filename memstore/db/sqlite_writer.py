@@ -66,10 +66,15 @@ LOOP_MAX_SIZE = 256 << 10
 #: grows the file (the file system must then journal the new size too: about twice the cost
 #: here). A process's WAL is new on every start, so the sooner it reaches its working size the
 #: better: after about 50 single appends (an append writes five to seven pages). Measured as
-#: section (1) of ``benchmarks/suite.py`` does, 7 rounds per value: 1000 -> 300 pages took 300
-#: durable appends on a new WAL from 439 to 355 us each; over 2,000 appends the two were
-#: within the noise. Below 200 the checkpoints cost more than they save.
+#: section (1) of ``benchmarks/suite.py`` does, 7 interleaved rounds: 1000 -> 300 pages took
+#: 300 durable appends on a new WAL from 402 to 335 us each, and 2,000 appends from 341 to
+#: 324 us; 100 and 200 were within the noise of 300, and 50 cost more (366 us).
 CHECKPOINT_FRAMES = 300
+#: ``PRAGMA journal_size_limit``, in bytes: twice the WAL's working size at 4 KiB pages. A WAL
+#: file larger than this means a checkpoint fell behind (a reader held a snapshot): the loop
+#: then leaves commits to the thread, and SQLite truncates the file back to this size when
+#: the WAL next starts over.
+WAL_SIZE_LIMIT = 2 * CHECKPOINT_FRAMES * 4096
 
 
 @dataclass
@@ -280,6 +285,7 @@ class SqliteWriter:
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute(f"PRAGMA synchronous = {self._settings.sqlite_synchronous}")
         conn.execute(f"PRAGMA wal_autocheckpoint = {CHECKPOINT_FRAMES}")
+        conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
         return conn
 
     def _next_batch(self) -> tuple[list[Job], bool]:
