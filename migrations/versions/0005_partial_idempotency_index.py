@@ -32,11 +32,6 @@ depends_on = None
 _NAME = "uq_items_session_id_idempotency_key"
 _KEY_COLUMNS = ["session_id", "idempotency_key"]
 _KEYED = "idempotency_key IS NOT NULL"
-_COLUMNS = (
-    "id", "session_id", "seq", "role", "kind", "priority", "content", "created_at",
-    "estimated_tokens", "added_version", "idempotency_key", "fate", "removed_by",
-    "removed_version", "version",
-)  # fmt: skip
 
 
 def upgrade() -> None:
@@ -83,7 +78,7 @@ def _rebuild_items_on_sqlite(*, unique_key_constraint: bool) -> None:
     ]
     if unique_key_constraint:
         constraints.append(sa.UniqueConstraint(*_KEY_COLUMNS, name=_NAME))
-    op.create_table(
+    rebuilt = op.create_table(
         "_items_rebuilt",
         sa.Column("id", sa.String(36), nullable=False),
         sa.Column("session_id", sa.String(128), nullable=False),
@@ -102,7 +97,7 @@ def _rebuild_items_on_sqlite(*, unique_key_constraint: bool) -> None:
         sa.Column("version", sa.Integer, nullable=False),
         *constraints,
     )
-    columns = ", ".join(_COLUMNS)
+    columns = ", ".join(column.name for column in rebuilt.columns)
     # Rowid order: the copy keeps the rows' physical order (and so their insertion order).
     op.execute(f"INSERT INTO _items_rebuilt ({columns}) SELECT {columns} FROM items ORDER BY rowid")
     op.drop_table("items")  # its indexes go with it
