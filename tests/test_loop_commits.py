@@ -125,6 +125,52 @@ async def test_writers_that_keep_appending_keep_committing_together(
     assert (await store.session_info("s")).items_total == 81
 
 
+async def test_a_lone_writer_commits_without_waiting_a_tick(warm: Warm, commits: Commits) -> None:
+    """Nothing else ready on the loop: no writer can join, so none waits for one."""
+    _, memory = warm
+    polled: list[int] = []
+    asyncio.get_running_loop().call_later(0, polled.append, 1)  # runs when the loop polls
+    for i in range(5):
+        await memory.add("user", f"message {i}")
+    assert polled == []  # no append let the loop run a pass
+    assert commits == [(True, 1)] * 5
+    await asyncio.sleep(0.01)
+    assert polled == [1]
+
+
+async def test_a_tight_loop_of_appends_still_lets_the_loop_poll(
+    warm: Warm, commits: Commits
+) -> None:
+    """Waits are skipped for the loop-commit budget at most: timers and sockets still run."""
+    store, memory = warm
+    writer = store.database.writer()
+    assert writer is not None
+    writer._budget_s = 0.005  # the bound only; commits still go to the loop (GENEROUS)
+    polled: list[int] = []
+    appended = 0
+    asyncio.get_running_loop().call_later(0, lambda: polled.append(appended))
+    start = time.perf_counter()
+    while not polled and time.perf_counter() - start < 5:
+        await memory.add("user", f"message {appended}")
+        appended += 1
+    assert polled, "the loop never polled while one task kept appending"
+    assert all(on_loop for on_loop, _ in commits)
+
+
+def test_a_loop_without_a_ready_queue_always_waits_a_tick(tmp_path: Path) -> None:
+    writer = sqlite_writer.SqliteWriter(tmp_path / "x.db", Settings(sqlite_loop_commit_ms=GENEROUS))
+    try:
+        assert writer._may_be_joined(types.SimpleNamespace())  # type: ignore[arg-type]  # uvloop
+        busy = types.SimpleNamespace(_ready=[object()])  # another callback is due in this tick
+        assert writer._may_be_joined(busy)  # type: ignore[arg-type]
+        idle = types.SimpleNamespace(_ready=[])
+        assert writer._may_be_joined(idle)  # type: ignore[arg-type]  # never waited yet
+        writer._ticked.at = time.perf_counter()
+        assert not writer._may_be_joined(idle)  # type: ignore[arg-type]
+    finally:
+        writer.close().result(timeout=10)
+
+
 async def test_large_writes_are_committed_by_the_thread(warm: Warm, commits: Commits) -> None:
     store, memory = warm
     big = "word " * (sqlite_writer.LOOP_MAX_SIZE // 5 + 2)  # stripped, still over

@@ -17,12 +17,13 @@ hand-offs of a write (to the thread and back) cost more than its SQL. When nothi
 writing, the event loop's own thread commits instead, on a second connection that never
 waits (:mod:`memstore.db.loop_commits`): a write first yields the loop once, so writers that
 are ready in the same tick join it (group commit still happens), then commits them with
-``BEGIN IMMEDIATE`` under ``busy_timeout = 0``. Anything else goes to the thread, which waits
-for the lock as usual: the thread has writes queued (it goes first, or the loop would keep
-taking the lock ahead of it), the lock is held (another process is writing), the batch is
-large (:data:`LOOP_MAX_JOBS`, :data:`LOOP_MAX_SIZE`), or recent commits were slower than
-``Settings.sqlite_loop_commit_ms`` (a slow disk: the loop must not stall on its fsync; a new
-writer assumes slow until the thread's first commits say otherwise). The guarantee is
+``BEGIN IMMEDIATE`` under ``busy_timeout = 0``; it skips that tick when nothing else is ready
+to run on the loop (:meth:`SqliteWriter._may_be_joined`). Anything else goes to the thread,
+which waits for the lock as usual: the thread has writes queued (it goes first, or the loop
+would keep taking the lock ahead of it), the lock is held (another process is writing), the
+batch is large (:data:`LOOP_MAX_JOBS`, :data:`LOOP_MAX_SIZE`), or recent commits were slower
+than ``Settings.sqlite_loop_commit_ms`` (a slow disk: the loop must not stall on its fsync; a
+new writer assumes slow until the thread's first commits say otherwise). The guarantee is
 unchanged: each caller is answered after the COMMIT that made its write durable, with the
 same ``synchronous`` setting.
 
@@ -37,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import math
 import os
 import queue
 import sqlite3
@@ -136,8 +138,10 @@ class SqliteWriter:
         self._thread_jobs = 0  # queued for the thread or in its batch: it is idle at 0
         self._leading = 0  # leaders between taking gathered jobs and queueing what is left
         self._stop_sent = False
-        budget_s = settings.sqlite_loop_commit_ms / 1000
-        self._on_loop = LoopCommits(self, budget_s) if budget_s > 0 else None
+        self._budget_s = settings.sqlite_loop_commit_ms / 1000
+        self._on_loop = LoopCommits(self, self._budget_s) if self._budget_s > 0 else None
+        # When this thread's loop last waited a tick for writers to join (_may_be_joined).
+        self._ticked = threading.local()
         self._stopped: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._thread = threading.Thread(target=self._loop, name="memstore-writer", daemon=True)
         self._thread.start()
@@ -176,7 +180,9 @@ class SqliteWriter:
 
     async def _gather_and_commit(self, job: Job) -> None:
         try:
-            await asyncio.sleep(0)  # writers ready in this same tick join this commit
+            if self._may_be_joined(job.loop):
+                await asyncio.sleep(0)  # writers ready in this same tick join this commit
+                self._ticked.at = time.perf_counter()
         except BaseException:  # cancelled in this tick
             with self._lock:
                 if job in self._gathering:  # not taken yet: withdrawn, nothing is written
@@ -207,6 +213,24 @@ class SqliteWriter:
                 self._queue(rest)
                 self._leading -= 1
                 self._stop_when_idle()
+
+    def _may_be_joined(self, loop: asyncio.AbstractEventLoop) -> bool:
+        """Whether another writer may join this one in the next loop tick: then wait for it.
+
+        The tick is what group commit on the loop is made of, but it costs a pass of the
+        loop, a poll of its selector included: 10 us of a 320 us durable append on this
+        project's disk. When no callback is ready on the loop, no other task can run before
+        this writer's next step, so no writer can join: it commits at once. Never for longer
+        than the loop-commit budget in a row, though: a task appending in a tight loop still
+        lets the loop run its timers and poll its sockets that often.
+
+        The ready callbacks are a CPython event loop's ``_ready`` queue (every loop built on
+        ``asyncio.BaseEventLoop``); on a loop without one (uvloop), every write waits a tick.
+        """
+        ready = getattr(loop, "_ready", None)
+        if ready is None or ready or len(self._gathering) > 1:
+            return True
+        return time.perf_counter() - getattr(self._ticked, "at", -math.inf) >= self._budget_s
 
     def _take_batch(self, leader: Job) -> tuple[list[Job], list[Job]]:
         """Empty the gathering (the caller holds ``_lock``): ``(for the loop, the rest)``.
