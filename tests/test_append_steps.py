@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+import threading
 import uuid
 
 import pytest
@@ -81,3 +83,31 @@ def test_a_forked_child_never_hands_out_its_parents_ids() -> None:
     os.waitpid(pid, 0)
     assert uuid.UUID(child_id).version == 4
     assert child_id != new_item_id()  # without the fork hook, both would pop the same one
+
+
+def test_threads_drawing_ids_at_once_never_fail_or_share_one() -> None:
+    """Other threads may empty the pool between a batch being made and its maker's own pop."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    drawn: list[list[str]] = [[] for _ in range(8)]
+    errors: list[BaseException] = []
+
+    def draw(into: list[str]) -> None:
+        try:
+            for _ in range(20_000):
+                into.append(new_item_id())
+        except BaseException as error:  # any failure is the finding
+            errors.append(error)
+
+    threads = [threading.Thread(target=draw, args=(ids,)) for ids in drawn]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    ids = [i for thread_ids in drawn for i in thread_ids]
+    assert errors == []
+    assert len(ids) == 8 * 20_000
+    assert len(set(ids)) == len(ids)
