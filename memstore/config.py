@@ -123,8 +123,8 @@ class Settings:
         sqlite_loop_commit_ms: An uncontended write to a SQLite file commits on the event
             loop's own thread (no thread hand-off) while recent commits took at most this many
             milliseconds; ``0`` sends every write to the writer thread
-            (``MEMSTORE_SQLITE_LOOP_COMMIT_MS``). It also bounds how long a task appending
-            in a tight loop goes without letting the loop run its other callbacks.
+            (``MEMSTORE_SQLITE_LOOP_COMMIT_MS``). A task appending in a tight loop keeps the
+            loop from its other callbacks for this long plus one commit at most.
         ltm_max_value_bytes: Largest long-term value, in UTF-8 bytes of compact JSON
             (``MEMSTORE_LTM_MAX_VALUE_BYTES``).
     """

@@ -157,18 +157,87 @@ async def test_a_tight_loop_of_appends_still_lets_the_loop_poll(
     assert all(on_loop for on_loop, _ in commits)
 
 
-def test_a_loop_without_a_ready_queue_always_waits_a_tick(tmp_path: Path) -> None:
+async def test_an_append_after_the_loop_ran_a_pass_skips_the_tick_too(
+    warm: Warm, commits: Commits
+) -> None:
+    """The budget bounds a run of skips without a pass of the loop, not the time since the
+    last tick: an agent appending once per model call skips it every time."""
+    _, memory = warm
+    writer = memory.store.database.writer()
+    assert writer is not None
+    writer._budget_s = 0.05  # the bound only (two commits never take that long)
+    loop = asyncio.get_running_loop()
+    for i in range(5):
+        await asyncio.sleep(0.1)  # longer than the bound; the loop runs passes meanwhile
+        polled: list[int] = []
+        loop.call_later(0, polled.append, i)  # due now: runs at the loop's next pass
+        await memory.add("user", f"message {i}")
+        await memory.add("user", f"message {i} again")  # a pass before it would run it
+        assert polled == [], i  # neither append made a pass
+    assert commits == [(True, 1)] * 10
+
+
+class _ForeignScheduling(asyncio.SelectorEventLoop):
+    """A loop that schedules its callbacks elsewhere (as qasync's do through Qt)."""
+
+    def call_soon(self, callback, *args, context=None):  # type: ignore[no-untyped-def]
+        return super().call_soon(callback, *args, context=context)
+
+
+def test_only_a_standard_loop_without_a_task_factory_may_skip_the_tick(tmp_path: Path) -> None:
     writer = sqlite_writer.SqliteWriter(tmp_path / "x.db", Settings(sqlite_loop_commit_ms=GENEROUS))
+    loops = [asyncio.new_event_loop(), asyncio.new_event_loop(), _ForeignScheduling()]
+    standard, with_factory, foreign = loops
     try:
+        assert not writer._may_be_joined(standard)  # idle: no writer can join
+        assert not writer._may_be_joined(standard)  # its own run marker does not count
+        standard.call_soon(lambda: None)
+        assert writer._may_be_joined(standard)  # another callback is due in this tick
+        with_factory.set_task_factory(lambda loop, coro, **kwargs: asyncio.Task(coro, loop=loop))
+        assert writer._may_be_joined(with_factory)  # eager tasks would start one by one
+        assert writer._may_be_joined(foreign)  # its ready queue is not where it schedules
         assert writer._may_be_joined(types.SimpleNamespace())  # type: ignore[arg-type]  # uvloop
-        busy = types.SimpleNamespace(_ready=[object()])  # another callback is due in this tick
-        assert writer._may_be_joined(busy)  # type: ignore[arg-type]
-        idle = types.SimpleNamespace(_ready=[])
-        assert writer._may_be_joined(idle)  # type: ignore[arg-type]  # never waited yet
-        writer._ticked.at = time.perf_counter()
-        assert not writer._may_be_joined(idle)  # type: ignore[arg-type]
+        idle = asyncio.new_event_loop()
+        loops.append(idle)
+        writer._gathering = [types.SimpleNamespace(), types.SimpleNamespace()]  # type: ignore[list-item]
+        assert writer._may_be_joined(idle)  # another thread's loop gathers a write too
+        writer._gathering = []
     finally:
+        for loop in loops:
+            loop.close()
         writer.close().result(timeout=10)
+
+
+async def test_an_interrupted_loop_commit_leaves_its_batch_to_the_thread(
+    warm: Warm, commits: Commits, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Interrupted before its COMMIT (Ctrl-C, MemoryError), the leader still has every write
+    of its batch committed and answered: by the thread. Its own caller gets the error."""
+    store, memory = warm
+    await memory.add("user", "the session exists")
+    writer = store.database.writer()
+    assert writer is not None and writer._on_loop is not None
+    on_loop = writer._on_loop
+    on_loop._discard()  # the next loop commit opens a connection...
+
+    class Interrupted:
+        def execute(self, sql: str) -> None:
+            raise MemoryError  # ...which BEGIN interrupts
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(on_loop, "_open", Interrupted)
+    adds = asyncio.gather(*(memory.add("user", f"m {i}") for i in range(3)), return_exceptions=True)
+    results = await asyncio.wait_for(adds, timeout=10)  # a write left unanswered: a timeout
+    assert isinstance(results[0], MemoryError)  # the leader's caller
+    assert [item.content for item in results[1:]] == ["m 1", "m 2"]  # type: ignore[union-attr]
+    assert on_loop._conn is None  # the interrupted connection was let go, with any lock
+    assert not commits[-1][0] and sum(size for _, size in commits[1:]) == 3  # by the thread
+    assert [item.content for item in await memory.items()] == [
+        "the session exists", "m 0", "m 1", "m 2",
+    ]  # fmt: skip
+    assert await store.check() == []
 
 
 async def test_large_writes_are_committed_by_the_thread(warm: Warm, commits: Commits) -> None:

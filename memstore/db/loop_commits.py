@@ -124,7 +124,10 @@ class LoopCommits:
             if self._conn is None:
                 self._conn = self._open()
             self._conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as error:
+        except BaseException as error:
+            if not isinstance(error, sqlite3.Error):  # interrupted (Ctrl-C): keep no lock
+                self._discard()
+                raise
             code = getattr(error, "sqlite_errorcode", None)  # ProgrammingError has none
             if code is None or code & 0xFF != sqlite3.SQLITE_BUSY:
                 # Not a held lock (a bad file, an unreadable directory): leave writes to the

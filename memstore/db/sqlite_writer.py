@@ -38,7 +38,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import math
 import os
 import queue
 import sqlite3
@@ -112,6 +111,14 @@ def _answer_all(batch: list[Job], outcomes: list[tuple[Any, bool]]) -> None:
             _answer(job, outcome, failed)
 
 
+_BASE_CALL_SOON = asyncio.BaseEventLoop.call_soon
+
+
+def _end_run(run: threading.local) -> None:
+    """The marker of a run of writes that skipped the tick: the loop made a pass."""
+    run.marker = None
+
+
 def _deliver(future: asyncio.Future[Any], outcome: Any, failed: bool) -> None:
     if future.done():  # the caller was cancelled; what committed stays committed
         return
@@ -140,8 +147,8 @@ class SqliteWriter:
         self._stop_sent = False
         self._budget_s = settings.sqlite_loop_commit_ms / 1000
         self._on_loop = LoopCommits(self, self._budget_s) if self._budget_s > 0 else None
-        # When this thread's loop last waited a tick for writers to join (_may_be_joined).
-        self._ticked = threading.local()
+        # This thread's run of writes that skipped the tick (_may_be_joined).
+        self._run = threading.local()
         self._stopped: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._thread = threading.Thread(target=self._loop, name="memstore-writer", daemon=True)
         self._thread.start()
@@ -182,7 +189,7 @@ class SqliteWriter:
         try:
             if self._may_be_joined(job.loop):
                 await asyncio.sleep(0)  # writers ready in this same tick join this commit
-                self._ticked.at = time.perf_counter()
+                self._run.marker = None  # the loop ran a pass: the next write starts a run
         except BaseException:  # cancelled in this tick
             with self._lock:
                 if job in self._gathering:  # not taken yet: withdrawn, nothing is written
@@ -203,7 +210,11 @@ class SqliteWriter:
             # thread, after it (first, the thread would hold the lock it needs). Left for
             # their owners, each would commit on the loop in this same tick, one after the
             # other, and the loop would stand still for all of them.
-            outcomes = None if self._on_loop is None else self._on_loop.commit(batch)
+            try:
+                outcomes = None if self._on_loop is None else self._on_loop.commit(batch)
+            except BaseException:  # interrupted before committing (Ctrl-C, MemoryError)
+                rest = batch + rest  # the thread commits and answers them: none is left waiting
+                raise
             if outcomes is None:  # refused: the thread commits it
                 rest = batch + rest
             else:
@@ -220,17 +231,40 @@ class SqliteWriter:
         The tick is what group commit on the loop is made of, but it costs a pass of the
         loop, a poll of its selector included: 10 us of a 320 us durable append on this
         project's disk. When no callback is ready on the loop, no other task can run before
-        this writer's next step, so no writer can join: it commits at once. Never for longer
-        than the loop-commit budget in a row, though: a task appending in a tight loop still
-        lets the loop run its timers and poll its sockets that often.
+        this writer's next step, so no writer can join: it commits at once.
 
-        The ready callbacks are a CPython event loop's ``_ready`` queue (every loop built on
-        ``asyncio.BaseEventLoop``); on a loop without one (uvloop), every write waits a tick.
+        A run of such writes, with no pass of the loop between them (a task appending in a
+        tight loop), lasts the loop-commit budget at most; the next write waits a tick, so
+        the loop still runs its timers and polls its sockets that often (plus one commit).
+        A run ends when the loop makes a pass: the first skip of a run schedules a marker
+        callback, which the ready-queue check ignores and the pass runs.
+
+        Only the ready queue of a loop that schedules with ``BaseEventLoop.call_soon`` (the
+        standard library's loops) is trusted, and only without a task factory: with eager
+        tasks (``asyncio.eager_task_factory``) the writers of a ``gather`` start one by one
+        inside ``create_task``, after the first has suspended, so its queue looks empty.
+        Elsewhere (uvloop, qasync, a task factory) every write waits a tick. Python 3.14's
+        ``create_task(eager_start=True)`` cannot be seen here: such writers commit one by one.
         """
         ready = getattr(loop, "_ready", None)
-        if ready is None or ready or len(self._gathering) > 1:
+        if (
+            ready is None
+            or type(loop).call_soon is not _BASE_CALL_SOON
+            or loop.get_task_factory() is not None
+            or len(self._gathering) > 1  # another thread's loop gathers with this one
+        ):
             return True
-        return time.perf_counter() - getattr(self._ticked, "at", -math.inf) >= self._budget_s
+        run = self._run
+        marker = getattr(run, "marker", None)
+        if ready and not (len(ready) == 1 and ready[0] is marker):
+            return True  # another callback runs in this tick: it may write
+        now = time.perf_counter()
+        if marker is None:  # the loop made a pass since this thread's last skip
+            run.marker = loop.call_soon(_end_run, run)
+            run.since = now
+            return False
+        since: float = run.since
+        return now - since >= self._budget_s
 
     def _take_batch(self, leader: Job) -> tuple[list[Job], list[Job]]:
         """Empty the gathering (the caller holds ``_lock``): ``(for the loop, the rest)``.
