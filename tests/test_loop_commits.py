@@ -10,6 +10,7 @@ it trusts the loop).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import signal
 import sqlite3
@@ -139,22 +140,49 @@ async def test_a_lone_writer_commits_without_waiting_a_tick(warm: Warm, commits:
 
 
 async def test_a_tight_loop_of_appends_still_lets_the_loop_poll(
-    warm: Warm, commits: Commits
+    warm: Warm, commits: Commits, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Waits are skipped for the loop-commit budget at most: timers and sockets still run."""
+    """A run of skipped ticks lasts the loop-commit budget at most: timers and sockets still
+    run that often. (The writer's clock advances 1 ms a reading: no disk makes it flaky.)"""
     store, memory = warm
     writer = store.database.writer()
     assert writer is not None
     writer._budget_s = 0.005  # the bound only; commits still go to the loop (GENEROUS)
-    polled: list[int] = []
-    appended = 0
-    asyncio.get_running_loop().call_later(0, lambda: polled.append(appended))
-    start = time.perf_counter()
-    while not polled and time.perf_counter() - start < 5:
-        await memory.add("user", f"message {appended}")
-        appended += 1
-    assert polled, "the loop never polled while one task kept appending"
+    readings = itertools.count()
+    monkeypatch.setattr(
+        sqlite_writer, "time", types.SimpleNamespace(perf_counter=lambda: next(readings) / 1000)
+    )
+    loop = asyncio.get_running_loop()
+    passes = 0
+    run_once = loop._run_once  # type: ignore[attr-defined]
+
+    def counted() -> None:  # a callback would be a ready one, and change what it counts
+        nonlocal passes
+        passes += 1
+        run_once()
+
+    monkeypatch.setattr(loop, "_run_once", counted)
+    for i in range(60):
+        await memory.add("user", f"message {i}")
+    assert 60 // 7 <= passes <= 60 // 4, passes  # about one pass a run of ~6 appends
     assert all(on_loop for on_loop, _ in commits)
+
+
+async def test_two_stores_on_one_loop_both_skip_the_tick(
+    db_path: Path, tmp_path: Path, commits: Commits
+) -> None:
+    """The run is the loop's, not the store's: another store's marker is no callback."""
+    async with (
+        open_store(db_path, sqlite_loop_commit_ms=GENEROUS) as one,
+        open_store(tmp_path / "two.db", sqlite_loop_commit_ms=GENEROUS) as two,
+    ):
+        sessions = [await warmed(one, commits), await warmed(two, commits)]
+        polled: list[int] = []
+        asyncio.get_running_loop().call_later(0, polled.append, 1)  # runs at the next pass
+        for i in range(6):
+            await sessions[i % 2].add("user", f"message {i}")
+        assert polled == []  # no append, to either store, made a pass
+        assert commits == [(True, 1)] * 6
 
 
 async def test_an_append_after_the_loop_ran_a_pass_skips_the_tick_too(
@@ -208,11 +236,48 @@ def test_only_a_standard_loop_without_a_task_factory_may_skip_the_tick(tmp_path:
         writer.close().result(timeout=10)
 
 
-async def test_an_interrupted_loop_commit_leaves_its_batch_to_the_thread(
-    warm: Warm, commits: Commits, monkeypatch: pytest.MonkeyPatch
+def test_a_run_left_by_a_stopped_loop_ends_with_that_loop(db_path: Path) -> None:
+    """A loop stopped right after a skip never runs its run's marker. The thread's next loop
+    starts a run of its own instead of continuing that one (holding the dead loop)."""
+    store = asyncio.run(_opened(db_path))
+    memory = store.session("s", estimator=WordEstimator(), limits=LIMITS)
+
+    async def skip_then_stop() -> None:
+        for i in range(20):  # until the loop commits (a new writer measures on its thread)
+            await memory.add("user", f"warm-up {i}")
+        asyncio.get_running_loop().stop()  # before the pass that would run the marker
+        await asyncio.Event().wait()
+
+    async def add_then_look() -> object:
+        await memory.add("user", "on the next loop")
+        return sqlite_writer._RUN.loop  # before any pass (which ends the run)
+
+    first, second = asyncio.new_event_loop(), asyncio.new_event_loop()
+    try:
+        with pytest.raises(RuntimeError, match="stopped before"):
+            first.run_until_complete(skip_then_stop())
+        assert sqlite_writer._RUN.loop is first and sqlite_writer._RUN.marker is not None
+        assert second.run_until_complete(add_then_look()) is second  # its own run
+    finally:
+        for loop in (first, second):
+            for task in asyncio.all_tasks(loop):
+                task.cancel()
+            loop.close()
+        asyncio.run(store.close())
+
+
+class _Interrupt(BaseException):
+    """Stands for KeyboardInterrupt (the real one would stop the test run)."""
+
+
+@pytest.mark.parametrize("failure", [RuntimeError, _Interrupt])
+async def test_a_begin_that_raises_leaves_no_writer_waiting_and_no_lock(
+    warm: Warm, commits: Commits, monkeypatch: pytest.MonkeyPatch, failure: type[BaseException]
 ) -> None:
-    """Interrupted before its COMMIT (Ctrl-C, MemoryError), the leader still has every write
-    of its batch committed and answered: by the thread. Its own caller gets the error."""
+    """BEGIN on the loop fails with something other than a database error. An error: the
+    thread commits the batch, as for any failure of the loop's connection. An interrupt
+    (Ctrl-C): nothing is written and every caller of the batch hears it, as when it lands
+    during a statement. Either way the connection is let go, with any lock it took."""
     store, memory = warm
     await memory.add("user", "the session exists")
     writer = store.database.writer()
@@ -220,20 +285,52 @@ async def test_an_interrupted_loop_commit_leaves_its_batch_to_the_thread(
     on_loop = writer._on_loop
     on_loop._discard()  # the next loop commit opens a connection...
 
-    class Interrupted:
+    class Failing:
         def execute(self, sql: str) -> None:
-            raise MemoryError  # ...which BEGIN interrupts
+            raise failure  # ...whose BEGIN fails
 
         def close(self) -> None:
             pass
 
-    monkeypatch.setattr(on_loop, "_open", Interrupted)
+    monkeypatch.setattr(on_loop, "_open", Failing)
     adds = asyncio.gather(*(memory.add("user", f"m {i}") for i in range(3)), return_exceptions=True)
     results = await asyncio.wait_for(adds, timeout=10)  # a write left unanswered: a timeout
-    assert isinstance(results[0], MemoryError)  # the leader's caller
-    assert [item.content for item in results[1:]] == ["m 1", "m 2"]  # type: ignore[union-attr]
-    assert on_loop._conn is None  # the interrupted connection was let go, with any lock
-    assert not commits[-1][0] and sum(size for _, size in commits[1:]) == 3  # by the thread
+    assert on_loop._conn is None
+    stored = [item.content for item in await memory.items()]
+    if failure is _Interrupt:
+        assert all(isinstance(result, _Interrupt) for result in results)
+        assert stored == ["the session exists"]
+    else:
+        assert [item.content for item in results] == ["m 0", "m 1", "m 2"]  # type: ignore[union-attr]
+        assert commits[-1] == (False, 3)  # by the thread
+        assert stored == ["the session exists", "m 0", "m 1", "m 2"]
+    assert await store.check() == []
+
+
+async def test_an_interruption_after_the_commit_reaches_every_caller_once(
+    warm: Warm, commits: Commits, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Interrupted after its COMMIT (Ctrl-C in the bookkeeping that follows it), a loop
+    commit must neither leave callers waiting nor be run again by the thread: every caller
+    hears the interruption (the outcome is unknown to them), each write is stored once."""
+    store, memory = warm
+    await memory.add("user", "the session exists")
+    writer = store.database.writer()
+    assert writer is not None and writer._on_loop is not None
+    observe = writer._on_loop.observe
+    interrupted: list[bool] = []
+
+    def interrupting(seconds: float) -> None:
+        if not interrupted and threading.current_thread().name != "memstore-writer":
+            interrupted.append(True)
+            raise _Interrupt
+        observe(seconds)
+
+    monkeypatch.setattr(writer._on_loop, "observe", interrupting)
+    adds = asyncio.gather(*(memory.add("user", f"m {i}") for i in range(3)), return_exceptions=True)
+    results = await asyncio.wait_for(adds, timeout=10)  # a write left unanswered: a timeout
+    assert [type(result) for result in results] == [_Interrupt] * 3
+    assert commits[-1] == (True, 3)  # committed once, on the loop, and not again
     assert [item.content for item in await memory.items()] == [
         "the session exists", "m 0", "m 1", "m 2",
     ]  # fmt: skip

@@ -68,7 +68,8 @@ class LoopCommits:
         ``None`` when another thread is committing on this connection, the store is closing,
         the WAL has grown past its limit (:meth:`_wal_overgrown`), or ``BEGIN IMMEDIATE`` did not
         get the lock at once (or failed at all: the thread then meets the same error and
-        reports it the usual way).
+        reports it the usual way). Interrupted (Ctrl-C) before or during the transaction,
+        nothing is kept and every job's outcome is the interruption.
         """
         if not self._lock.acquire(blocking=False):
             return None
@@ -76,7 +77,10 @@ class LoopCommits:
             if self._closed or self._wal_overgrown():
                 return None
             start = time.perf_counter()
-            conn = self._begin()
+            try:
+                conn = self._begin()
+            except BaseException as interrupt:  # Ctrl-C before BEGIN finished: nothing ran
+                return [(interrupt, True)] * len(batch)  # as in a statement: all hear it
             if conn is None:
                 return None
             try:
@@ -125,10 +129,10 @@ class LoopCommits:
                 self._conn = self._open()
             self._conn.execute("BEGIN IMMEDIATE")
         except BaseException as error:
-            if not isinstance(error, sqlite3.Error):  # interrupted (Ctrl-C): keep no lock
+            if not isinstance(error, Exception):  # interrupted (Ctrl-C): keep no lock
                 self._discard()
                 raise
-            code = getattr(error, "sqlite_errorcode", None)  # ProgrammingError has none
+            code = getattr(error, "sqlite_errorcode", None)  # only sqlite3.Error has one
             if code is None or code & 0xFF != sqlite3.SQLITE_BUSY:
                 # Not a held lock (a bad file, an unreadable directory): leave writes to the
                 # thread, which reports it, until commits there have been fast a while.

@@ -112,11 +112,16 @@ def _answer_all(batch: list[Job], outcomes: list[tuple[Any, bool]]) -> None:
 
 
 _BASE_CALL_SOON = asyncio.BaseEventLoop.call_soon
+#: This thread's run of writes that skipped the tick (``SqliteWriter._may_be_joined``): the
+#: loop's ``marker`` callback, the ``loop`` and ``since`` when. Shared by every writer: it is
+#: the loop's pass that ends a run, whichever store wrote.
+_RUN = threading.local()
 
 
-def _end_run(run: threading.local) -> None:
-    """The marker of a run of writes that skipped the tick: the loop made a pass."""
-    run.marker = None
+def _end_run(loop: asyncio.AbstractEventLoop) -> None:
+    """The marker of a run of writes that skipped the tick: ``loop`` made a pass."""
+    if _RUN.loop is loop:  # not a run of a later loop of this thread
+        _RUN.marker = _RUN.loop = None
 
 
 def _deliver(future: asyncio.Future[Any], outcome: Any, failed: bool) -> None:
@@ -147,8 +152,6 @@ class SqliteWriter:
         self._stop_sent = False
         self._budget_s = settings.sqlite_loop_commit_ms / 1000
         self._on_loop = LoopCommits(self, self._budget_s) if self._budget_s > 0 else None
-        # This thread's run of writes that skipped the tick (_may_be_joined).
-        self._run = threading.local()
         self._stopped: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._thread = threading.Thread(target=self._loop, name="memstore-writer", daemon=True)
         self._thread.start()
@@ -189,7 +192,6 @@ class SqliteWriter:
         try:
             if self._may_be_joined(job.loop):
                 await asyncio.sleep(0)  # writers ready in this same tick join this commit
-                self._run.marker = None  # the loop ran a pass: the next write starts a run
         except BaseException:  # cancelled in this tick
             with self._lock:
                 if job in self._gathering:  # not taken yet: withdrawn, nothing is written
@@ -212,8 +214,10 @@ class SqliteWriter:
             # other, and the loop would stand still for all of them.
             try:
                 outcomes = None if self._on_loop is None else self._on_loop.commit(batch)
-            except BaseException:  # interrupted before committing (Ctrl-C, MemoryError)
-                rest = batch + rest  # the thread commits and answers them: none is left waiting
+            except BaseException as error:  # interrupted (Ctrl-C) at an unknown point: after
+                # COMMIT, perhaps. Never run twice, never leave waiting: all hear it.
+                _answer_all(batch[1:], [(error, True)] * (len(batch) - 1))
+                job.future.cancel()  # the leader's own caller gets it raised right here
                 raise
             if outcomes is None:  # refused: the thread commits it
                 rest = batch + rest
@@ -237,7 +241,8 @@ class SqliteWriter:
         tight loop), lasts the loop-commit budget at most; the next write waits a tick, so
         the loop still runs its timers and polls its sockets that often (plus one commit).
         A run ends when the loop makes a pass: the first skip of a run schedules a marker
-        callback, which the ready-queue check ignores and the pass runs.
+        callback, which the ready-queue check ignores and the pass runs. The run is the
+        thread's loop's, shared by the writers of every store (``_RUN``).
 
         Only the ready queue of a loop that schedules with ``BaseEventLoop.call_soon`` (the
         standard library's loops) is trusted, and only without a task factory: with eager
@@ -254,16 +259,18 @@ class SqliteWriter:
             or len(self._gathering) > 1  # another thread's loop gathers with this one
         ):
             return True
-        run = self._run
-        marker = getattr(run, "marker", None)
+        marker = getattr(_RUN, "marker", None)
+        if getattr(_RUN, "loop", None) is not loop:  # a run of another loop of this thread
+            marker = None
         if ready and not (len(ready) == 1 and ready[0] is marker):
             return True  # another callback runs in this tick: it may write
         now = time.perf_counter()
         if marker is None:  # the loop made a pass since this thread's last skip
-            run.marker = loop.call_soon(_end_run, run)
-            run.since = now
+            _RUN.since = now
+            _RUN.loop = loop
+            _RUN.marker = loop.call_soon(_end_run, loop)
             return False
-        since: float = run.since
+        since: float = _RUN.since
         return now - since >= self._budget_s
 
     def _take_batch(self, leader: Job) -> tuple[list[Job], list[Job]]:
