@@ -24,8 +24,16 @@ from pathlib import Path
 import pytest
 from conftest import write_lock_held
 
-from memstore import MemoryLimits, MemoryStore, Settings, StorageFullError, WordEstimator
+from memstore import (
+    MemoryLimits,
+    MemoryStore,
+    Settings,
+    StorageError,
+    StorageFullError,
+    WordEstimator,
+)
 from memstore.db import loop_commits, sqlite_writer
+from memstore.db.sqlite_statements import execute
 from memstore.session import SessionMemory
 
 LIMITS = MemoryLimits(hard=10**9, target=10**8, keep_recent=4)
@@ -270,14 +278,28 @@ class _Interrupt(BaseException):
     """Stands for KeyboardInterrupt (the real one would stop the test run)."""
 
 
+def _interrupted_once(results: list[object]) -> None:
+    """The leader's caller got the interruption itself; the others, an error saying their
+    write's fate is unknown (never the interruption: it may belong to another thread)."""
+    leader, *others = results
+    assert isinstance(leader, _Interrupt)
+    for other in others:
+        assert isinstance(other, StorageError) and isinstance(other.__cause__, _Interrupt)
+        assert "may or may not be stored" in str(other)
+
+
 @pytest.mark.parametrize("failure", [RuntimeError, _Interrupt])
 async def test_a_begin_that_raises_leaves_no_writer_waiting_and_no_lock(
-    warm: Warm, commits: Commits, monkeypatch: pytest.MonkeyPatch, failure: type[BaseException]
+    warm: Warm,
+    commits: Commits,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    failure: type[BaseException],
 ) -> None:
     """BEGIN on the loop fails with something other than a database error. An error: the
-    thread commits the batch, as for any failure of the loop's connection. An interrupt
-    (Ctrl-C): nothing is written and every caller of the batch hears it, as when it lands
-    during a statement. Either way the connection is let go, with any lock it took."""
+    thread commits the batch, as for any failure of the loop's connection, and a warning
+    says so. An interruption (Ctrl-C): nothing is written. Either way the connection is let
+    go, with any lock it took, and no caller is left waiting."""
     store, memory = warm
     await memory.add("user", "the session exists")
     writer = store.database.writer()
@@ -298,12 +320,39 @@ async def test_a_begin_that_raises_leaves_no_writer_waiting_and_no_lock(
     assert on_loop._conn is None
     stored = [item.content for item in await memory.items()]
     if failure is _Interrupt:
-        assert all(isinstance(result, _Interrupt) for result in results)
+        _interrupted_once(results)
         assert stored == ["the session exists"]
     else:
         assert [item.content for item in results] == ["m 0", "m 1", "m 2"]  # type: ignore[union-attr]
         assert commits[-1] == (False, 3)  # by the thread
         assert stored == ["the session exists", "m 0", "m 1", "m 2"]
+        assert not on_loop.fast  # the thread keeps the writes a while, even at this budget
+        assert "a commit on the event loop failed" in caplog.text
+    assert await store.check() == []
+
+
+async def test_an_interruption_during_a_statement_stops_the_whole_commit(
+    warm: Warm, commits: Commits, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C in one caller's statements is not that caller's failure: the batch is rolled
+    back, and only the leader's caller gets the interruption raised."""
+    store, memory = warm
+    await memory.add("user", "the session exists")
+    statements: list[object] = []
+
+    def interrupting(conn: sqlite3.Connection, statement: object, params: object) -> object:
+        statements.append(statement)
+        if len(statements) == 4:  # the second caller's first statement
+            raise _Interrupt
+        return execute(conn, statement, params)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sqlite_writer, "execute", interrupting)
+    adds = asyncio.gather(*(memory.add("user", f"m {i}") for i in range(3)), return_exceptions=True)
+    results = await asyncio.wait_for(adds, timeout=10)
+    monkeypatch.undo()
+    _interrupted_once(results)
+    assert commits[-1] == (True, 3)
+    assert [item.content for item in await memory.items()] == ["the session exists"]
     assert await store.check() == []
 
 
@@ -311,8 +360,8 @@ async def test_an_interruption_after_the_commit_reaches_every_caller_once(
     warm: Warm, commits: Commits, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Interrupted after its COMMIT (Ctrl-C in the bookkeeping that follows it), a loop
-    commit must neither leave callers waiting nor be run again by the thread: every caller
-    hears the interruption (the outcome is unknown to them), each write is stored once."""
+    commit must neither leave callers waiting nor be run again by the thread; each write is
+    stored once."""
     store, memory = warm
     await memory.add("user", "the session exists")
     writer = store.database.writer()
@@ -329,11 +378,38 @@ async def test_an_interruption_after_the_commit_reaches_every_caller_once(
     monkeypatch.setattr(writer._on_loop, "observe", interrupting)
     adds = asyncio.gather(*(memory.add("user", f"m {i}") for i in range(3)), return_exceptions=True)
     results = await asyncio.wait_for(adds, timeout=10)  # a write left unanswered: a timeout
-    assert [type(result) for result in results] == [_Interrupt] * 3
+    await asyncio.wrap_future(writer.close())  # whatever was queued to the thread has run
+    _interrupted_once(results)
     assert commits[-1] == (True, 3)  # committed once, on the loop, and not again
     assert [item.content for item in await memory.items()] == [
         "the session exists", "m 0", "m 1", "m 2",
     ]  # fmt: skip
+    assert await store.check() == []
+
+
+async def test_an_interruption_while_answering_leaves_no_caller_waiting(
+    warm: Warm, commits: Commits, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Committed, then interrupted while the callers are being answered: those not answered
+    yet hear that their write's fate is unknown (it is stored, once)."""
+    store, memory = warm
+    await memory.add("user", "the session exists")
+    deliver = sqlite_writer._deliver
+    delivered: list[bool] = []
+
+    def interrupting(future: asyncio.Future[object], outcome: object, failed: bool) -> None:
+        delivered.append(True)
+        if len(delivered) == 2:
+            raise _Interrupt
+        deliver(future, outcome, failed)
+
+    monkeypatch.setattr(sqlite_writer, "_deliver", interrupting)
+    adds = asyncio.gather(*(memory.add("user", f"m {i}") for i in range(3)), return_exceptions=True)
+    results = await asyncio.wait_for(adds, timeout=10)  # a write left unanswered: a timeout
+    monkeypatch.undo()
+    _interrupted_once(results)
+    assert commits[-1] == (True, 3)
+    assert [item.content for item in await memory.items()][1:] == ["m 0", "m 1", "m 2"]
     assert await store.check() == []
 
 

@@ -8,6 +8,7 @@ batches it gets.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sqlite3
 import threading
@@ -16,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memstore.db.sqlite_writer import Job, SqliteWriter
+
+log = logging.getLogger("memstore")
 
 #: Weight of the newest commit in the running estimate of how long a commit takes.
 _NEWEST_WEIGHT = 0.2
@@ -51,6 +54,7 @@ class LoopCommits:
         self._commits_unchecked = _WAL_CHECK_EVERY  # look before the first commit
         self._conn: sqlite3.Connection | None = None
         self._closed = False
+        self._warned = False  # about a failure of the loop's own connection
 
     @property
     def fast(self) -> bool:
@@ -67,9 +71,13 @@ class LoopCommits:
 
         ``None`` when another thread is committing on this connection, the store is closing,
         the WAL has grown past its limit (:meth:`_wal_overgrown`), or ``BEGIN IMMEDIATE`` did not
-        get the lock at once (or failed at all: the thread then meets the same error and
-        reports it the usual way). Interrupted (Ctrl-C) before or during the transaction,
-        nothing is kept and every job's outcome is the interruption.
+        get the lock at once (or failed at all: the thread then commits with its own
+        connection, and reports any error there the usual way).
+
+        Raises:
+            An interruption (``KeyboardInterrupt``, ``SystemExit``), wherever it came: the
+            transaction is rolled back if it was still open, the connection keeps no lock,
+            and the writer tells the batch's other callers (``_gather_and_commit``).
         """
         if not self._lock.acquire(blocking=False):
             return None
@@ -77,18 +85,17 @@ class LoopCommits:
             if self._closed or self._wal_overgrown():
                 return None
             start = time.perf_counter()
-            try:
-                conn = self._begin()
-            except BaseException as interrupt:  # Ctrl-C before BEGIN finished: nothing ran
-                return [(interrupt, True)] * len(batch)  # as in a statement: all hear it
+            conn = self._begin()
             if conn is None:
                 return None
             try:
                 outcomes = self._writer._commit(conn, batch)
             except BaseException as error:  # COMMIT failed: every caller hears it
-                outcomes = [(error, True)] * len(batch)
                 if conn.in_transaction:  # its ROLLBACK failed too: never keep the lock
                     self._discard()
+                if not isinstance(error, Exception):  # interrupted: raised here only
+                    raise
+                outcomes = [(error, True)] * len(batch)
             self.observe(time.perf_counter() - start)  # a checkpoint the COMMIT ran included
         finally:
             self._lock.release()
@@ -134,10 +141,18 @@ class LoopCommits:
                 raise
             code = getattr(error, "sqlite_errorcode", None)  # only sqlite3.Error has one
             if code is None or code & 0xFF != sqlite3.SQLITE_BUSY:
-                # Not a held lock (a bad file, an unreadable directory): leave writes to the
-                # thread, which reports it, until commits there have been fast a while.
+                # Not a held lock (a bad file, an unreadable directory, a bug): leave writes
+                # to the thread, which reports any error of its own, until commits there have
+                # been fast a while (the estimate starts well above any budget).
                 self._discard()
-                self.observe(1.0)
+                self._typical_s = max(self._typical_s, 1.0, 10 * self._budget_s)
+                if not isinstance(error, sqlite3.Error) and not self._warned:
+                    self._warned = True
+                    log.warning(
+                        "memstore: a commit on the event loop failed (%r); writes go to "
+                        "the writer thread",
+                        error,
+                    )
             return None
         return self._conn
 

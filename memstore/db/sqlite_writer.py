@@ -120,8 +120,15 @@ _RUN = threading.local()
 
 def _end_run(loop: asyncio.AbstractEventLoop) -> None:
     """The marker of a run of writes that skipped the tick: ``loop`` made a pass."""
-    if _RUN.loop is loop:  # not a run of a later loop of this thread
+    if getattr(_RUN, "loop", None) is loop:  # not a later loop's run (nor another thread's)
         _RUN.marker = _RUN.loop = None
+
+
+def _interrupted(interruption: BaseException) -> StorageError:
+    """What a caller hears whose write was in a commit that another caller's Ctrl-C stopped."""
+    error = StorageError("the commit was interrupted: the write may or may not be stored")
+    error.__cause__ = interruption
+    return error
 
 
 def _deliver(future: asyncio.Future[Any], outcome: Any, failed: bool) -> None:
@@ -214,15 +221,17 @@ class SqliteWriter:
             # other, and the loop would stand still for all of them.
             try:
                 outcomes = None if self._on_loop is None else self._on_loop.commit(batch)
-            except BaseException as error:  # interrupted (Ctrl-C) at an unknown point: after
-                # COMMIT, perhaps. Never run twice, never leave waiting: all hear it.
-                _answer_all(batch[1:], [(error, True)] * (len(batch) - 1))
-                job.future.cancel()  # the leader's own caller gets it raised right here
+                if outcomes is None:  # refused: the thread commits it
+                    rest = batch + rest
+                else:
+                    _answer_all(batch, outcomes)
+            except BaseException as interruption:  # Ctrl-C at an unknown point: after the
+                # COMMIT, perhaps. It is raised here, for the leader's caller, and only here
+                # (not on other threads' loops); the others learn their write's fate is
+                # unknown. Never run twice, never left waiting.
+                _answer_all(batch[1:], [(_interrupted(interruption), True) for _ in batch[1:]])
+                job.future.cancel()  # answered by the raise
                 raise
-            if outcomes is None:  # refused: the thread commits it
-                rest = batch + rest
-            else:
-                _answer_all(batch, outcomes)
         finally:
             with self._lock:
                 self._queue(rest)
@@ -426,10 +435,11 @@ class SqliteWriter:
                 conn.execute("RELEASE job")
             return done.value, False
         except BaseException as error:  # this caller's failure: undo only its statements
-            if alone or not conn.in_transaction:
+            if alone or not conn.in_transaction or not isinstance(error, Exception):
                 # Alone: the transaction's rollback undoes it. Or SQLite rolled the whole
                 # transaction back itself (it does on SQLITE_FULL, IOERR, NOMEM): the batch's
                 # earlier writes are gone too, so every caller in it must hear the failure.
+                # Or an interruption (Ctrl-C): it stops the whole commit, not one caller.
                 raise
             conn.execute("ROLLBACK TO job")
             conn.execute("RELEASE job")
