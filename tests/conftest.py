@@ -25,8 +25,9 @@ import pytest
 from memstore import MemoryKind, MemoryLimits, MemoryStore, Priority, WordEstimator
 from memstore.model import DEFAULT_KIND, MemoryItem
 
-#: The bad-input modules' fixtures (``template``, ``memory``) live beside their helpers.
-pytest_plugins = ["badinput"]
+#: Fixtures that live beside their helpers: the bad-input modules' (``template``, ``memory``)
+#: and the loop-commit modules' (``commits``, ``warm``).
+pytest_plugins = ["badinput", "loopsupport"]
 
 _real_connect = socket.socket.connect
 

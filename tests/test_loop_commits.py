@@ -1,86 +1,28 @@
 """Commits on the event loop: a write nobody else competes with skips the writer thread.
 
-Each test records which thread ran every commit (``SqliteWriter._commit`` runs them all):
-"on the loop" means on any thread but the writer's own (the one that runs an event loop).
-Stores whose tests say where a commit runs get a budget no commit exceeds, however loaded
-the machine, and are warmed up first (a new writer measures the disk on its thread before
-it trusts the loop).
+Where each commit ran, and the warmed-up stores, come from ``loopsupport.py``. The gathering
+tick has its own tests (``test_gathering_tick.py``), and so do interruptions
+(``test_loop_interruptions.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import os
 import signal
 import sqlite3
 import threading
 import time
 import types
-from collections.abc import AsyncIterator
 from contextlib import closing
 from pathlib import Path
 
 import pytest
 from conftest import write_lock_held
+from loopsupport import GENEROUS, LIMITS, Commits, Warm, open_store, opened, warmed
 
-from memstore import (
-    MemoryLimits,
-    MemoryStore,
-    Settings,
-    StorageError,
-    StorageFullError,
-    WordEstimator,
-)
+from memstore import MemoryStore, StorageFullError, WordEstimator
 from memstore.db import loop_commits, sqlite_writer
-from memstore.db.sqlite_statements import execute
-from memstore.session import SessionMemory
-
-LIMITS = MemoryLimits(hard=10**9, target=10**8, keep_recent=4)
-#: Ten seconds: no commit of these tests takes that long, so only contention moves them.
-GENEROUS = 10_000.0
-
-Commits = list[tuple[bool, int]]
-
-
-@pytest.fixture
-def commits(monkeypatch: pytest.MonkeyPatch) -> Commits:
-    """``(on an event loop's thread?, batch size)`` of every commit, in order."""
-    recorded: Commits = []
-    commit = sqlite_writer.SqliteWriter._commit
-
-    def recording(self, conn, batch):  # type: ignore[no-untyped-def]
-        recorded.append((threading.current_thread().name != "memstore-writer", len(batch)))
-        return commit(self, conn, batch)
-
-    monkeypatch.setattr(sqlite_writer.SqliteWriter, "_commit", recording)
-    return recorded
-
-
-def open_store(path: Path, **settings: object) -> MemoryStore:
-    return MemoryStore.open(path, settings=Settings(**settings))  # type: ignore[arg-type,return-value]
-
-
-async def warmed(store: MemoryStore, commits: Commits) -> SessionMemory:
-    """Write until a commit runs on the loop, forget those commits, return session "s"."""
-    warm_up = store.session("warm-up", estimator=WordEstimator(), limits=LIMITS)
-    for i in range(20):
-        await warm_up.add("user", f"warm-up {i}")
-        if commits[-1][0]:
-            break
-    assert commits[-1][0], "the loop never took over"
-    commits.clear()
-    return store.session("s", estimator=WordEstimator(), limits=LIMITS)
-
-
-Warm = tuple[MemoryStore, SessionMemory]
-
-
-@pytest.fixture
-async def warm(db_path: Path, commits: Commits) -> AsyncIterator[Warm]:
-    """A store whose writer commits on the loop already, and its session "s"."""
-    async with open_store(db_path, sqlite_loop_commit_ms=GENEROUS) as store:
-        yield store, await warmed(store, commits)
 
 
 async def test_a_new_writer_measures_the_disk_on_its_thread_then_uses_the_loop(
@@ -132,285 +74,6 @@ async def test_writers_that_keep_appending_keep_committing_together(
     assert sum(size for _, size in commits) == 81
     assert len(commits) <= 1 + 10 + 2, commits  # about one commit per round of 8
     assert (await store.session_info("s")).items_total == 81
-
-
-async def test_a_lone_writer_commits_without_waiting_a_tick(warm: Warm, commits: Commits) -> None:
-    """Nothing else ready on the loop: no writer can join, so none waits for one."""
-    _, memory = warm
-    polled: list[int] = []
-    asyncio.get_running_loop().call_later(0, polled.append, 1)  # runs when the loop polls
-    for i in range(5):
-        await memory.add("user", f"message {i}")
-    assert polled == []  # no append let the loop run a pass
-    assert commits == [(True, 1)] * 5
-    await asyncio.sleep(0.01)
-    assert polled == [1]
-
-
-async def test_a_tight_loop_of_appends_still_lets_the_loop_poll(
-    warm: Warm, commits: Commits, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A run of skipped ticks lasts the loop-commit budget at most: timers and sockets still
-    run that often. (The writer's clock advances 1 ms a reading: no disk makes it flaky.)"""
-    store, memory = warm
-    writer = store.database.writer()
-    assert writer is not None
-    writer._budget_s = 0.005  # the bound only; commits still go to the loop (GENEROUS)
-    readings = itertools.count()
-    monkeypatch.setattr(
-        sqlite_writer, "time", types.SimpleNamespace(perf_counter=lambda: next(readings) / 1000)
-    )
-    loop = asyncio.get_running_loop()
-    passes = 0
-    run_once = loop._run_once  # type: ignore[attr-defined]
-
-    def counted() -> None:  # a callback would be a ready one, and change what it counts
-        nonlocal passes
-        passes += 1
-        run_once()
-
-    monkeypatch.setattr(loop, "_run_once", counted)
-    for i in range(60):
-        await memory.add("user", f"message {i}")
-    assert 60 // 7 <= passes <= 60 // 4, passes  # about one pass a run of ~6 appends
-    assert all(on_loop for on_loop, _ in commits)
-
-
-async def test_two_stores_on_one_loop_both_skip_the_tick(
-    db_path: Path, tmp_path: Path, commits: Commits
-) -> None:
-    """The run is the loop's, not the store's: another store's marker is no callback."""
-    async with (
-        open_store(db_path, sqlite_loop_commit_ms=GENEROUS) as one,
-        open_store(tmp_path / "two.db", sqlite_loop_commit_ms=GENEROUS) as two,
-    ):
-        sessions = [await warmed(one, commits), await warmed(two, commits)]
-        polled: list[int] = []
-        asyncio.get_running_loop().call_later(0, polled.append, 1)  # runs at the next pass
-        for i in range(6):
-            await sessions[i % 2].add("user", f"message {i}")
-        assert polled == []  # no append, to either store, made a pass
-        assert commits == [(True, 1)] * 6
-
-
-async def test_an_append_after_the_loop_ran_a_pass_skips_the_tick_too(
-    warm: Warm, commits: Commits
-) -> None:
-    """The budget bounds a run of skips without a pass of the loop, not the time since the
-    last tick: an agent appending once per model call skips it every time."""
-    _, memory = warm
-    writer = memory.store.database.writer()
-    assert writer is not None
-    writer._budget_s = 0.05  # the bound only (two commits never take that long)
-    loop = asyncio.get_running_loop()
-    for i in range(5):
-        await asyncio.sleep(0.1)  # longer than the bound; the loop runs passes meanwhile
-        polled: list[int] = []
-        loop.call_later(0, polled.append, i)  # due now: runs at the loop's next pass
-        await memory.add("user", f"message {i}")
-        await memory.add("user", f"message {i} again")  # a pass before it would run it
-        assert polled == [], i  # neither append made a pass
-    assert commits == [(True, 1)] * 10
-
-
-class _ForeignScheduling(asyncio.SelectorEventLoop):
-    """A loop that schedules its callbacks elsewhere (as qasync's do through Qt)."""
-
-    def call_soon(self, callback, *args, context=None):  # type: ignore[no-untyped-def]
-        return super().call_soon(callback, *args, context=context)
-
-
-def test_only_a_standard_loop_without_a_task_factory_may_skip_the_tick(tmp_path: Path) -> None:
-    writer = sqlite_writer.SqliteWriter(tmp_path / "x.db", Settings(sqlite_loop_commit_ms=GENEROUS))
-    loops = [asyncio.new_event_loop(), asyncio.new_event_loop(), _ForeignScheduling()]
-    standard, with_factory, foreign = loops
-    try:
-        assert not writer._may_be_joined(standard)  # idle: no writer can join
-        assert not writer._may_be_joined(standard)  # its own run marker does not count
-        standard.call_soon(lambda: None)
-        assert writer._may_be_joined(standard)  # another callback is due in this tick
-        with_factory.set_task_factory(lambda loop, coro, **kwargs: asyncio.Task(coro, loop=loop))
-        assert writer._may_be_joined(with_factory)  # eager tasks would start one by one
-        assert writer._may_be_joined(foreign)  # its ready queue is not where it schedules
-        assert writer._may_be_joined(types.SimpleNamespace())  # type: ignore[arg-type]  # uvloop
-        idle = asyncio.new_event_loop()
-        loops.append(idle)
-        writer._gathering = [types.SimpleNamespace(), types.SimpleNamespace()]  # type: ignore[list-item]
-        assert writer._may_be_joined(idle)  # another thread's loop gathers a write too
-        writer._gathering = []
-    finally:
-        for loop in loops:
-            loop.close()
-        writer.close().result(timeout=10)
-
-
-def test_a_run_left_by_a_stopped_loop_ends_with_that_loop(db_path: Path) -> None:
-    """A loop stopped right after a skip never runs its run's marker. The thread's next loop
-    starts a run of its own instead of continuing that one (holding the dead loop)."""
-    store = asyncio.run(_opened(db_path))
-    memory = store.session("s", estimator=WordEstimator(), limits=LIMITS)
-
-    async def skip_then_stop() -> None:
-        for i in range(20):  # until the loop commits (a new writer measures on its thread)
-            await memory.add("user", f"warm-up {i}")
-        asyncio.get_running_loop().stop()  # before the pass that would run the marker
-        await asyncio.Event().wait()
-
-    async def add_then_look() -> object:
-        await memory.add("user", "on the next loop")
-        return sqlite_writer._RUN.loop  # before any pass (which ends the run)
-
-    first, second = asyncio.new_event_loop(), asyncio.new_event_loop()
-    try:
-        with pytest.raises(RuntimeError, match="stopped before"):
-            first.run_until_complete(skip_then_stop())
-        assert sqlite_writer._RUN.loop is first and sqlite_writer._RUN.marker is not None
-        assert second.run_until_complete(add_then_look()) is second  # its own run
-    finally:
-        for loop in (first, second):
-            for task in asyncio.all_tasks(loop):
-                task.cancel()
-            loop.close()
-        asyncio.run(store.close())
-
-
-class _Interrupt(BaseException):
-    """Stands for KeyboardInterrupt (the real one would stop the test run)."""
-
-
-def _interrupted_once(results: list[object]) -> None:
-    """The leader's caller got the interruption itself; the others, an error saying their
-    write's fate is unknown (never the interruption: it may belong to another thread)."""
-    leader, *others = results
-    assert isinstance(leader, _Interrupt)
-    for other in others:
-        assert isinstance(other, StorageError) and isinstance(other.__cause__, _Interrupt)
-        assert "may or may not be stored" in str(other)
-
-
-@pytest.mark.parametrize("failure", [RuntimeError, _Interrupt])
-async def test_a_begin_that_raises_leaves_no_writer_waiting_and_no_lock(
-    warm: Warm,
-    commits: Commits,
-    monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
-    failure: type[BaseException],
-) -> None:
-    """BEGIN on the loop fails with something other than a database error. An error: the
-    thread commits the batch, as for any failure of the loop's connection, and a warning
-    says so. An interruption (Ctrl-C): nothing is written. Either way the connection is let
-    go, with any lock it took, and no caller is left waiting."""
-    store, memory = warm
-    await memory.add("user", "the session exists")
-    writer = store.database.writer()
-    assert writer is not None and writer._on_loop is not None
-    on_loop = writer._on_loop
-    on_loop._discard()  # the next loop commit opens a connection...
-
-    class Failing:
-        def execute(self, sql: str) -> None:
-            raise failure  # ...whose BEGIN fails
-
-        def close(self) -> None:
-            pass
-
-    monkeypatch.setattr(on_loop, "_open", Failing)
-    adds = asyncio.gather(*(memory.add("user", f"m {i}") for i in range(3)), return_exceptions=True)
-    results = await asyncio.wait_for(adds, timeout=10)  # a write left unanswered: a timeout
-    assert on_loop._conn is None
-    stored = [item.content for item in await memory.items()]
-    if failure is _Interrupt:
-        _interrupted_once(results)
-        assert stored == ["the session exists"]
-    else:
-        assert [item.content for item in results] == ["m 0", "m 1", "m 2"]  # type: ignore[union-attr]
-        assert commits[-1] == (False, 3)  # by the thread
-        assert stored == ["the session exists", "m 0", "m 1", "m 2"]
-        assert not on_loop.fast  # the thread keeps the writes a while, even at this budget
-        assert "a commit on the event loop failed" in caplog.text
-    assert await store.check() == []
-
-
-async def test_an_interruption_during_a_statement_stops_the_whole_commit(
-    warm: Warm, commits: Commits, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Ctrl-C in one caller's statements is not that caller's failure: the batch is rolled
-    back, and only the leader's caller gets the interruption raised."""
-    store, memory = warm
-    await memory.add("user", "the session exists")
-    statements: list[object] = []
-
-    def interrupting(conn: sqlite3.Connection, statement: object, params: object) -> object:
-        statements.append(statement)
-        if len(statements) == 4:  # the second caller's first statement
-            raise _Interrupt
-        return execute(conn, statement, params)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(sqlite_writer, "execute", interrupting)
-    adds = asyncio.gather(*(memory.add("user", f"m {i}") for i in range(3)), return_exceptions=True)
-    results = await asyncio.wait_for(adds, timeout=10)
-    monkeypatch.undo()
-    _interrupted_once(results)
-    assert commits[-1] == (True, 3)
-    assert [item.content for item in await memory.items()] == ["the session exists"]
-    assert await store.check() == []
-
-
-async def test_an_interruption_after_the_commit_reaches_every_caller_once(
-    warm: Warm, commits: Commits, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Interrupted after its COMMIT (Ctrl-C in the bookkeeping that follows it), a loop
-    commit must neither leave callers waiting nor be run again by the thread; each write is
-    stored once."""
-    store, memory = warm
-    await memory.add("user", "the session exists")
-    writer = store.database.writer()
-    assert writer is not None and writer._on_loop is not None
-    observe = writer._on_loop.observe
-    interrupted: list[bool] = []
-
-    def interrupting(seconds: float) -> None:
-        if not interrupted and threading.current_thread().name != "memstore-writer":
-            interrupted.append(True)
-            raise _Interrupt
-        observe(seconds)
-
-    monkeypatch.setattr(writer._on_loop, "observe", interrupting)
-    adds = asyncio.gather(*(memory.add("user", f"m {i}") for i in range(3)), return_exceptions=True)
-    results = await asyncio.wait_for(adds, timeout=10)  # a write left unanswered: a timeout
-    await asyncio.wrap_future(writer.close())  # whatever was queued to the thread has run
-    _interrupted_once(results)
-    assert commits[-1] == (True, 3)  # committed once, on the loop, and not again
-    assert [item.content for item in await memory.items()] == [
-        "the session exists", "m 0", "m 1", "m 2",
-    ]  # fmt: skip
-    assert await store.check() == []
-
-
-async def test_an_interruption_while_answering_leaves_no_caller_waiting(
-    warm: Warm, commits: Commits, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Committed, then interrupted while the callers are being answered: those not answered
-    yet hear that their write's fate is unknown (it is stored, once)."""
-    store, memory = warm
-    await memory.add("user", "the session exists")
-    deliver = sqlite_writer._deliver
-    delivered: list[bool] = []
-
-    def interrupting(future: asyncio.Future[object], outcome: object, failed: bool) -> None:
-        delivered.append(True)
-        if len(delivered) == 2:
-            raise _Interrupt
-        deliver(future, outcome, failed)
-
-    monkeypatch.setattr(sqlite_writer, "_deliver", interrupting)
-    adds = asyncio.gather(*(memory.add("user", f"m {i}") for i in range(3)), return_exceptions=True)
-    results = await asyncio.wait_for(adds, timeout=10)  # a write left unanswered: a timeout
-    monkeypatch.undo()
-    _interrupted_once(results)
-    assert commits[-1] == (True, 3)
-    assert [item.content for item in await memory.items()][1:] == ["m 0", "m 1", "m 2"]
-    assert await store.check() == []
 
 
 async def test_large_writes_are_committed_by_the_thread(warm: Warm, commits: Commits) -> None:
@@ -700,7 +363,7 @@ async def test_an_overgrown_wal_sends_commits_to_the_thread_until_it_is_truncate
 def test_a_forked_child_closes_the_store_while_a_parent_thread_commits(db_path: Path) -> None:
     """A fork copies the loop connection's lock as it is: held, if a parent thread was inside
     a commit. The child's close() must not wait for it (it would wait forever)."""
-    store = asyncio.run(_opened(db_path))
+    store = asyncio.run(opened(db_path))
     stop = threading.Event()
 
     def appender() -> None:  # commits on its own loop, holding that lock much of the time
@@ -729,7 +392,3 @@ def test_a_forked_child_closes_the_store_while_a_parent_thread_commits(db_path: 
         stop.set()
         thread.join(30)
         asyncio.run(store.close())
-
-
-async def _opened(path: Path) -> MemoryStore:
-    return await open_store(path, sqlite_loop_commit_ms=GENEROUS)
