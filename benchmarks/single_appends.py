@@ -2,7 +2,8 @@
 
 Also the helpers every section shares (``Row``, ``timed``, the settings under test). Besides
 the contenders the issue names, one line measures the floor of memstore's own design on this
-disk: the very statements of an append (:func:`memstore.db.append.append_steps`) on a plain
+disk: the very statements of an append (:class:`memstore.db.append.Append`, run by the SQLite
+writer's :func:`~memstore.db.sqlite_writer.run_job`, its shortcut included) on a plain
 ``sqlite3`` connection with memstore's settings and checkpoint interval, in a synchronous
 loop. What memstore costs above it is its async write path (input validation, the writer's
 gathering of concurrent writes, futures, the first commits a new writer leaves to its thread);
@@ -24,9 +25,8 @@ from append_throughput import raw_sqlite
 
 from memstore import MemoryLimits, MemoryStore, TiktokenEstimator, WordEstimator
 from memstore.config import DEFAULT_SQLITE_LOOP_COMMIT_MS, DEFAULT_SQLITE_SYNCHRONOUS, Settings
-from memstore.db.append import NewItem, append_steps
-from memstore.db.sqlite_statements import execute
-from memstore.db.sqlite_writer import CHECKPOINT_FRAMES
+from memstore.db.append import Append, NewItem
+from memstore.db.sqlite_writer import CHECKPOINT_FRAMES, run_job
 from memstore.model import MemoryKind, MemoryRole, Priority
 
 SYNC = DEFAULT_SQLITE_SYNCHRONOUS
@@ -49,9 +49,10 @@ def timed(coro_factory: Callable[[Path], Awaitable[float]], rounds: int) -> floa
 async def memstore_floor(path: Path, texts: list[str]) -> float:
     """Seconds for memstore's own append transactions run without asyncio or its writer.
 
-    The same statements (``append_steps``), connection settings and checkpoint interval as
-    the writer's commits on the event loop, in a plain synchronous loop on one connection
-    (inside a coroutine only to open the store first; nothing else runs meanwhile).
+    The same statements (an ``Append`` through ``run_job``, as the writer runs it), connection
+    settings and checkpoint interval as the writer's commits on the event loop, in a plain
+    synchronous loop on one connection (inside a coroutine only to open the store first;
+    nothing else runs meanwhile).
     """
 
     async with MemoryStore.open(path) as store:  # the schema and the session row
@@ -75,14 +76,9 @@ async def memstore_floor(path: Path, texts: list[str]) -> float:
             content=text,
             estimated_tokens=estimator.count(text),
         )
-        steps = append_steps("sqlite", "b", estimator.name, NO_COMPACTION, new)
         conn.execute("BEGIN IMMEDIATE")
-        try:
-            statement, params = next(steps)
-            while True:
-                statement, params = steps.send(execute(conn, statement, params))
-        except StopIteration:
-            conn.execute("COMMIT")
+        run_job(conn, Append("b", estimator.name, NO_COMPACTION, new))
+        conn.execute("COMMIT")
 
     append("warm-up")  # this connection's own, as the memstore contenders warm theirs
     start = time.perf_counter()

@@ -15,7 +15,7 @@ from loopsupport import Commits, Warm
 
 from memstore import StorageError
 from memstore.db import sqlite_writer
-from memstore.db.sqlite_statements import execute
+from memstore.db.append import Append
 
 
 class _Interrupt(BaseException):
@@ -82,15 +82,16 @@ async def test_an_interruption_during_a_statement_stops_the_whole_commit(
     back, and only the leader's caller gets the interruption raised."""
     store, memory = warm
     await memory.add("user", "the session exists")
-    statements: list[object] = []
+    appends: list[object] = []
+    run_sqlite = Append.run_sqlite  # where an append's statements run
 
-    def interrupting(conn: sqlite3.Connection, statement: object, params: object) -> object:
-        statements.append(statement)
-        if len(statements) == 4:  # the second caller's first statement
+    def interrupting(append: Append, conn: sqlite3.Connection) -> object:
+        appends.append(append)
+        if len(appends) == 2:  # the second caller's statements
             raise _Interrupt
-        return execute(conn, statement, params)  # type: ignore[arg-type]
+        return run_sqlite(append, conn)
 
-    monkeypatch.setattr(sqlite_writer, "execute", interrupting)
+    monkeypatch.setattr(Append, "run_sqlite", interrupting)
     adds = asyncio.gather(*(memory.add("user", f"m {i}") for i in range(3)), return_exceptions=True)
     results = await asyncio.wait_for(adds, timeout=10)
     monkeypatch.undo()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import operator
 import sqlite3
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.dialects import sqlite as sqlite_dialect
@@ -47,6 +48,11 @@ class Compiled:
         ]
         self._get = operator.itemgetter(*self.order) if len(self.order) > 1 else None
 
+    @property
+    def processed(self) -> tuple[str, ...]:
+        """The parameters a type processor converts (the rest go to the driver as they are)."""
+        return tuple(self.order[index] for index, _ in self._processors)
+
     def values(self, params: dict[str, Any]) -> tuple[Any, ...]:
         """The driver's parameter tuple for ``params`` (processed as SQLAlchemy would)."""
         merged = {**self._defaults, **params} if self._defaults else params
@@ -66,16 +72,32 @@ class Compiled:
         return tuple(out)
 
 
+def sqlite_timestamp(value: datetime) -> str:
+    """The text a ``UTCDateTime`` column stores for ``value`` (aware) through this module.
+
+    :class:`Compiled` converts it to naive UTC, as SQLAlchemy's type does, and the stdlib
+    driver's datetime adapter writes that as ``isoformat(" ")``: this is the same in one call,
+    for a hot path that binds its parameters itself (:meth:`memstore.db.append.Append.run_sqlite`).
+    """
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ")
+
+
 #: Compiled statements, shared by every writer of the process (statements are constants).
 _COMPILED: dict[int, Compiled] = {}
 
 
+def compile_once(statement: Statement) -> Compiled:
+    """``statement`` compiled for the stdlib driver (once per process: statements are module
+    constants, so ``id()`` is a stable key)."""
+    found = _COMPILED.get(id(statement))
+    if found is None:
+        found = _COMPILED[id(statement)] = Compiled(statement)
+    return found
+
+
 def execute(conn: sqlite3.Connection, statement: Statement, params: Params) -> StepResult:
     """Run ``statement`` with ``params`` (a dict, or a list of dicts for ``executemany``)."""
-    # Statements are module constants, so id() is a stable key (compiled once each).
-    compiled = _COMPILED.get(id(statement))
-    if compiled is None:
-        compiled = _COMPILED[id(statement)] = Compiled(statement)
+    compiled = compile_once(statement)
     if isinstance(params, list):
         cursor = conn.executemany(compiled.sql, [compiled.values(p) for p in params])
         return StepResult([], max(cursor.rowcount, 0))

@@ -27,6 +27,11 @@ new writer assumes slow until the thread's first commits say otherwise). The gua
 unchanged: each caller is answered after the COMMIT that made its write durable, with the
 same ``synchronous`` setting.
 
+Shortcuts: a write may offer ``run_sqlite(conn)`` for its common case, straight ``sqlite3``
+calls instead of its step generator (:func:`run_job`); an append does
+(:meth:`memstore.db.append.Append.run_sqlite`), being the write every turn of every worker
+makes. Either way it runs in the same transaction and savepoint, and is answered the same.
+
 Checkpoints: both connections checkpoint as SQLite does by itself, passively, inside the
 COMMIT that takes the WAL past a threshold, but at :data:`CHECKPOINT_FRAMES` pages instead of
 SQLite's 1000. On the loop that time is part of the commit's, so the running estimate sees it
@@ -424,16 +429,8 @@ class SqliteWriter:
         # Alone in its transaction, a job needs no savepoint: a failure rolls back everything.
         if not alone:
             conn.execute("SAVEPOINT job")
-        steps = job.factory("sqlite")
         try:
-            statement, params = next(steps)
-            while True:
-                result = execute(conn, statement, params)
-                statement, params = steps.send(result)
-        except StopIteration as done:
-            if not alone:
-                conn.execute("RELEASE job")
-            return done.value, False
+            outcome = run_job(conn, job.factory)
         except BaseException as error:  # this caller's failure: undo only its statements
             if alone or not conn.in_transaction or not isinstance(error, Exception):
                 # Alone: the transaction's rollback undoes it. Or SQLite rolled the whole
@@ -448,6 +445,34 @@ class SqliteWriter:
                 translated.__cause__ = error
                 return translated, True
             return error, True
+        if not alone:
+            conn.execute("RELEASE job")
+        return outcome, False
+
+
+def run_job(conn: sqlite3.Connection, factory: StepsFactory[T]) -> T:
+    """Run one write's statements in the open transaction; return its outcome.
+
+    A write may offer a shortcut for its common case, ``factory.run_sqlite(conn)``
+    (:meth:`memstore.db.append.Append.run_sqlite`): its outcome, or ``None`` (nothing
+    written) when the step generator must run instead.
+    """
+    shortcut = getattr(factory, "run_sqlite", None)
+    if shortcut is not None:
+        try:
+            outcome: T | None = shortcut(conn)
+        except StopIteration as error:  # as PEP 479 turns one inside the generator: a Future
+            raise RuntimeError("a write raised StopIteration") from error  # refuses it
+        if outcome is not None:
+            return outcome
+    steps = factory("sqlite")
+    try:
+        statement, params = next(steps)
+        while True:
+            statement, params = steps.send(execute(conn, statement, params))
+    except StopIteration as done:
+        result: T = done.value
+        return result
 
 
 def writer_for(path: Path, settings: Settings, current: SqliteWriter | None) -> SqliteWriter:
