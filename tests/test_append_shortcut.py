@@ -14,16 +14,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from memstore import EstimatorMismatchError, MemoryLimits, MemoryStore, WordEstimator
 from memstore.db import append as appends
 from memstore.db.append import INSERT_ITEM, Append, NewItem, append_steps
 from memstore.db.sqlite_statements import compile_once, sqlite_timestamp
 from memstore.db.steps import run_steps
+from memstore.db.tables import UTCDateTime
 from memstore.model import MemoryKind, MemoryRole, Priority
 
 LIMITS = MemoryLimits(hard=10**9, target=10**8, keep_recent=4)
 WORDS = WordEstimator()
+SEEDS = 6  # appends before the compared ones, then a compaction
 
 
 def new_item(text: str, kind: MemoryKind = MemoryKind.USER_MESSAGE) -> NewItem:
@@ -47,17 +50,26 @@ def rows(path: Path, sql: str) -> list[tuple[Any, ...]]:
         datetime(2026, 12, 1, 9, 30, 5, 7, tzinfo=timezone(timedelta(hours=1, minutes=30))),
     ],
 )
-def test_the_timestamp_text_is_what_the_generic_binding_stores(moment: datetime) -> None:
-    compiled = compile_once(INSERT_ITEM)
-    index = compiled.order.index("created_at")
-    params = dict.fromkeys(compiled.order, 0) | {"created_at": moment}
-    bound = compiled.values(params)[index]
+def test_timestamps_are_stored_as_utc_datetime_and_the_stdlib_adapter_store_them(
+    moment: datetime,
+) -> None:
+    """The text the SQLite writer has always stored: ``UTCDateTime``'s naive UTC, as the
+    driver's (deprecated) datetime adapter writes it; both append paths bind exactly it."""
+    naive = UTCDateTime().process_bind_param(moment, sqlite_dialect.dialect())
     conn = sqlite3.connect(":memory:")
     try:
-        (stored,) = conn.execute("SELECT ?", (bound,)).fetchone()  # the driver's own adapter
+        (adapted,) = conn.execute("SELECT ?", (naive,)).fetchone()
     finally:
         conn.close()
-    assert stored == sqlite_timestamp(moment)
+    assert sqlite_timestamp(moment) == adapted
+    compiled = compile_once(INSERT_ITEM)
+    params = dict.fromkeys(compiled.order, 0) | {"created_at": moment}
+    assert compiled.values(params)[compiled.order.index("created_at")] == adapted
+
+
+def test_a_naive_timestamp_is_refused_as_utc_datetime_refuses_it() -> None:
+    with pytest.raises(ValueError, match="naive"):
+        sqlite_timestamp(datetime(2026, 12, 1, 8, 0))
 
 
 async def test_the_shortcut_stores_what_the_step_generator_stores(
@@ -72,8 +84,11 @@ async def test_the_shortcut_stores_what_the_step_generator_stores(
     texts = [("first", MemoryKind.USER_MESSAGE), ("a tool said this", MemoryKind.TOOL_OBSERVATION)]
     texts.append(("third", MemoryKind.USER_MESSAGE))
     async with MemoryStore.open(db_path) as store:
-        for session in ("short", "generic"):  # both sessions exist before the comparison
-            await store.session(session, estimator=WORDS, limits=LIMITS).add("user", "seed")
+        for session in ("short", "generic"):  # both exist, compacted once: version != seq
+            memory = store.session(session, estimator=WORDS, limits=LIMITS)
+            for i in range(SEEDS):
+                await memory.add("user", f"seed {i}")
+            assert await memory.compact() is not None
         monkeypatch.setattr(appends, "utcnow", lambda: next(moments))
         results = {}
         for text, kind in texts:
@@ -98,10 +113,11 @@ async def test_the_shortcut_stores_what_the_step_generator_stores(
     )
     compared = [
         rows(db_path, f"SELECT {item_columns} FROM items WHERE session_id = '{session}' "
-             "AND seq > 1 ORDER BY seq")  # after the seeds
+             f"AND seq > {SEEDS} ORDER BY seq")  # after the seeds
         for session in ("short", "generic")
     ]  # fmt: skip
     assert len(compared[0]) == len(texts) and compared[0] == compared[1]
+    assert [(row[0], row[8]) for row in compared[0]] == [(7, 8), (8, 9), (9, 10)]  # seq, version
     assert [row[5] for row in compared[0]] == [  # isoformat(" "): no ".000000"
         "2026-12-01 08:00:01",
         "2026-12-01 08:00:02.000250",

@@ -7,15 +7,15 @@ Where each commit ran, and the warmed-up stores, come from ``loopsupport.py``.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import threading
+from typing import Any
 
 import pytest
 from loopsupport import Commits, Warm
 
 from memstore import StorageError
+from memstore.db import append as append_module
 from memstore.db import sqlite_writer
-from memstore.db.append import Append
 
 
 class _Interrupt(BaseException):
@@ -82,16 +82,16 @@ async def test_an_interruption_during_a_statement_stops_the_whole_commit(
     back, and only the leader's caller gets the interruption raised."""
     store, memory = warm
     await memory.add("user", "the session exists")
-    appends: list[object] = []
-    run_sqlite = Append.run_sqlite  # where an append's statements run
+    made: list[object] = []
+    appended = append_module._appended  # runs between an append's BUMP and its INSERT
 
-    def interrupting(append: Append, conn: sqlite3.Connection) -> object:
-        appends.append(append)
-        if len(appends) == 2:  # the second caller's statements
+    def interrupting(*args: Any) -> object:
+        made.append(args)
+        if len(made) == 2:  # the second caller's, its BUMP run, its INSERT not yet
             raise _Interrupt
-        return run_sqlite(append, conn)
+        return appended(*args)
 
-    monkeypatch.setattr(Append, "run_sqlite", interrupting)
+    monkeypatch.setattr(append_module, "_appended", interrupting)
     adds = asyncio.gather(*(memory.add("user", f"m {i}") for i in range(3)), return_exceptions=True)
     results = await asyncio.wait_for(adds, timeout=10)
     monkeypatch.undo()

@@ -13,13 +13,15 @@ An append is one short write transaction:
 drivers run it: SQLAlchemy's async engine (PostgreSQL), or SQLite's writer, which commits
 concurrent appends together (on the event loop's thread when nothing else is writing).
 
-The SQLite writer first tries :meth:`Append.run_sqlite`: the common case (the session exists,
-no idempotency key), steps 1 and 4 as two plain ``sqlite3`` calls with parameter tuples built
-in the statements' own order. It runs on every turn of every worker, between two fsyncs, where
-each microsecond of Python costs two or three (a cold cache after the commit): the step
-generator's dicts, result rows and conversions cost about 40 us an append there. The values
-it binds come from the same helpers as the generator's (:func:`_bump_values`,
-:func:`_insert_values`), so the two cannot write different rows.
+The SQLite writer first tries :meth:`Append.run_sqlite`: the common case (the session exists
+and was counted by the same estimator, no idempotency key), steps 1 and 4 as two plain
+``sqlite3`` calls with parameter tuples built in the statements' own order. It runs on every
+turn of every worker, between two fsyncs, where each microsecond of Python costs two or three
+(a cold cache after the commit): the step generator's dicts, result rows and conversions cost
+about 40 us an append there. The values it binds come from the same helpers as the
+generator's (:func:`_bump_values`, :func:`_insert_values`) and its timestamp from the same
+conversion (``sqlite_timestamp``); the order of parameters and returned columns is checked
+against the compiled statements on first use.
 """
 
 from __future__ import annotations
@@ -130,7 +132,7 @@ BUMP = (
         keep_recent=bindparam("keep"),
         updated_at=bindparam("now", type_=UTCDateTime),
     )
-    # In this order: Append.run_sqlite unpacks the row by position.
+    # In this order (_BUMP_RETURNS): Append.run_sqlite unpacks the row by position.
     .returning(
         sessions.c.version,
         sessions.c.last_seq,
@@ -142,6 +144,7 @@ BUMP = (
 #: BUMP's parameters in the order of its SQL (the SET clause follows the table's columns), as
 #: :func:`_bump_values` gives them.
 BUMP_PARAMS = ("cost", "is_user", "hard", "target", "keep", "now", "sid", "est")
+_BUMP_RETURNS = ("version", "last_seq", "active_tokens", "summary_tokens", "user_turns")
 ESTIMATOR = select(sessions.c.estimator).where(sessions.c.id == bindparam("sid"))
 BY_KEY = select(*ITEM_COLUMNS).where(
     items.c.session_id == bindparam("sid"), items.c.idempotency_key == bindparam("key")
@@ -320,17 +323,21 @@ class Append:
 def _sqlite_statements() -> tuple[str, str, Callable[[datetime], str]]:
     """BUMP's and INSERT_ITEM's SQL for the stdlib driver, and the timestamp conversion.
 
-    Checked once: both bind in the order :func:`_bump_values` and :func:`_insert_values`
-    give, and only their timestamp is converted on the way (else binding tuples directly
-    would store something else than the step generator's path does).
+    Checked on first use (a failed check is not cached: every append raises it): both bind
+    in the order :func:`_bump_values` and :func:`_insert_values` give, only their timestamp
+    is converted on the way (by ``sqlite_timestamp``, as the generator's path converts it),
+    and BUMP returns its columns in the order ``run_sqlite`` unpacks them. Else binding tuples
+    directly would store something else than the step generator's path does.
     """
     from memstore.db.sqlite_statements import compile_once, sqlite_timestamp  # SQLite only
 
     bump, insert_item = compile_once(BUMP), compile_once(INSERT_ITEM)
-    if (bump.order, bump.processed) != (BUMP_PARAMS, ("now",)) or (
-        insert_item.order,
-        insert_item.processed,
-    ) != (_ITEM_INSERT_COLUMNS, ("created_at",)):
+    returned = tuple(column["name"] for column in BUMP.returning_column_descriptions)
+    if (
+        (bump.order, bump.processed) != (BUMP_PARAMS, ("now",))
+        or (insert_item.order, insert_item.processed) != (_ITEM_INSERT_COLUMNS, ("created_at",))
+        or returned != _BUMP_RETURNS
+    ):
         raise RuntimeError("the append's statements no longer bind as Append.run_sqlite does")
     return bump.sql, insert_item.sql, sqlite_timestamp
 

@@ -2,20 +2,24 @@
 
 The SQLite writer (:mod:`memstore.db.sqlite_writer`) runs the step generators of
 :mod:`memstore.db.steps` on plain ``sqlite3`` connections. This module turns their Core
-statements into SQL and parameter tuples exactly as SQLAlchemy would (bind processors
-included), once per statement and process, and runs them.
+statements into SQL and parameter tuples as SQLAlchemy's types would (bind processors
+included; UTC datetimes as text, :func:`sqlite_timestamp`), once per statement and process,
+and runs them.
 """
 
 from __future__ import annotations
 
 import operator
 import sqlite3
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.types import TypeEngine
 
 from memstore.db.steps import Params, Statement, StepResult
+from memstore.db.tables import UTCDateTime
 
 _DIALECT = sqlite_dialect.dialect(paramstyle="qmark")
 
@@ -39,12 +43,13 @@ class Compiled:
             for name, bind in zip(self.order, binds, strict=True)
             if not bind.required
         }
-        # SQLAlchemy's own bind processors (UTC datetimes, JSON, ...): the rows written here
-        # must read back through SQLAlchemy exactly as if SQLAlchemy had written them.
+        # SQLAlchemy's own bind processors (JSON, ...): the rows written here must read back
+        # through SQLAlchemy exactly as if SQLAlchemy had written them. UTC datetimes are
+        # converted in one call (sqlite_timestamp), the same the append's shortcut makes.
         self._processors = [
             (index, process)
             for index, bind in enumerate(binds)
-            if (process := bind.type.bind_processor(_DIALECT)) is not None
+            if (process := _processor(bind.type)) is not None
         ]
         self._get = operator.itemgetter(*self.order) if len(self.order) > 1 else None
 
@@ -73,13 +78,25 @@ class Compiled:
 
 
 def sqlite_timestamp(value: datetime) -> str:
-    """The text a ``UTCDateTime`` column stores for ``value`` (aware) through this module.
+    """The text a ``UTCDateTime`` column stores for ``value`` through this module.
 
-    :class:`Compiled` converts it to naive UTC, as SQLAlchemy's type does, and the stdlib
-    driver's datetime adapter writes that as ``isoformat(" ")``: this is the same in one call,
-    for a hot path that binds its parameters itself (:meth:`memstore.db.append.Append.run_sqlite`).
+    What ``UTCDateTime`` gives SQLite (naive UTC) as the stdlib driver's datetime adapter
+    writes it (``isoformat(" ")``), in one call and without that adapter (deprecated from
+    Python 3.12). :class:`Compiled` converts with it, and so does the append's shortcut,
+    which binds its parameters itself (:meth:`memstore.db.append.Append.run_sqlite`).
+
+    Raises:
+        ValueError: ``value`` is naive (as ``UTCDateTime`` refuses it).
     """
+    if value.tzinfo is None:
+        raise ValueError("naive datetime given to a UTC column")
     return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ")
+
+
+def _processor(column_type: TypeEngine[Any]) -> Callable[[Any], Any] | None:
+    if isinstance(column_type, UTCDateTime):
+        return sqlite_timestamp
+    return column_type.bind_processor(_DIALECT)
 
 
 #: Compiled statements, shared by every writer of the process (statements are constants).
