@@ -7,6 +7,7 @@ the summarizers and the CLI.
 from __future__ import annotations
 
 import enum
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -80,9 +81,20 @@ DEFAULT_KIND: Mapping[MemoryRole, MemoryKind] = {
 }
 
 
+@functools.cache
+def _members_by_value(enum_type: type[enum.Enum]) -> Mapping[object, enum.Enum]:
+    return {member.value: member for member in enum_type}
+
+
 def _coerce(enum_type: type[enum.Enum], field_name: str, value: object) -> Any:
     if isinstance(value, enum_type):
         return value
+    if type(value) is str or type(value) is int:  # exactly: neither a bool nor a float
+        # The common case (``add("user", ...)``, on every append) by a dict lookup: half
+        # the cost of the enum's constructor, which the values below still go through.
+        member = _members_by_value(enum_type).get(value)
+        if member is not None:
+            return member
     if isinstance(value, (bool, float)):  # True == 1 and 10.0 == 10, but neither is meant
         raise ValidationError(field_name, f"unknown {field_name} {value!r}")
     try:

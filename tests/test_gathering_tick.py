@@ -16,7 +16,7 @@ import pytest
 from loopsupport import GENEROUS, LIMITS, Commits, Warm, open_store, opened, warmed
 
 from memstore import Settings, WordEstimator
-from memstore.db import sqlite_writer
+from memstore.db import sqlite_writer, tick
 
 
 async def test_a_lone_writer_commits_without_waiting_a_tick(warm: Warm, commits: Commits) -> None:
@@ -43,7 +43,7 @@ async def test_a_tight_loop_of_appends_still_lets_the_loop_poll(
     writer._budget_s = 0.005  # the bound only; commits still go to the loop (GENEROUS)
     readings = itertools.count()
     monkeypatch.setattr(
-        sqlite_writer, "time", types.SimpleNamespace(perf_counter=lambda: next(readings) / 1000)
+        tick, "time", types.SimpleNamespace(perf_counter=lambda: next(readings) / 1000)
     )
     loop = asyncio.get_running_loop()
     passes = 0
@@ -143,13 +143,13 @@ def test_a_run_left_by_a_stopped_loop_ends_with_that_loop(db_path: Path) -> None
 
     async def add_then_look() -> object:
         await memory.add("user", "on the next loop")
-        return sqlite_writer._RUN.loop  # before any pass (which ends the run)
+        return tick._RUN.loop  # before any pass (which ends the run)
 
     first, second = asyncio.new_event_loop(), asyncio.new_event_loop()
     try:
         with pytest.raises(RuntimeError, match="stopped before"):
             first.run_until_complete(skip_then_stop())
-        assert sqlite_writer._RUN.loop is first and sqlite_writer._RUN.marker is not None
+        assert tick._RUN.loop is first and tick._RUN.marker is not None
         assert second.run_until_complete(add_then_look()) is second  # its own run
     finally:
         for loop in (first, second):

@@ -16,7 +16,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memstore.db.sqlite_writer import Job, SqliteWriter
+    from memstore.db.sqlite_writer import SqliteWriter
+    from memstore.db.steps import StepsFactory
 
 log = logging.getLogger("memstore")
 
@@ -65,8 +66,8 @@ class LoopCommits:
         """Fold one commit's duration into the running estimate."""
         self._typical_s += (seconds - self._typical_s) * _NEWEST_WEIGHT
 
-    def commit(self, batch: list[Job]) -> list[tuple[Any, bool]] | None:
-        """Commit ``batch`` here: each job's ``(outcome, failed)``, or ``None`` if the thread
+    def commit(self, writes: list[StepsFactory[Any]]) -> list[tuple[Any, bool]] | None:
+        """Commit ``writes`` here: each one's ``(outcome, failed)``, or ``None`` if the thread
         must do it.
 
         ``None`` when another thread is committing on this connection, the store is closing,
@@ -77,7 +78,7 @@ class LoopCommits:
         Raises:
             An interruption (``KeyboardInterrupt``, ``SystemExit``), wherever it came: the
             transaction is rolled back if it was still open, the connection keeps no lock,
-            and the writer tells the batch's other callers (``_gather_and_commit``).
+            and the writer tells the batch's other callers (``_gather_and_commit``), if any.
         """
         if not self._lock.acquire(blocking=False):
             return None
@@ -89,13 +90,13 @@ class LoopCommits:
             if conn is None:
                 return None
             try:
-                outcomes = self._writer._commit(conn, batch)
+                outcomes = self._writer._commit(conn, writes)
             except BaseException as error:  # COMMIT failed: every caller hears it
                 if conn.in_transaction:  # its ROLLBACK failed too: never keep the lock
                     self._discard()
                 if not isinstance(error, Exception):  # interrupted: raised here only
                     raise
-                outcomes = [(error, True)] * len(batch)
+                outcomes = [(error, True)] * len(writes)
             self.observe(time.perf_counter() - start)  # a checkpoint the COMMIT ran included
         finally:
             self._lock.release()

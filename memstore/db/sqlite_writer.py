@@ -17,15 +17,16 @@ hand-offs of a write (to the thread and back) cost more than its SQL. When nothi
 writing, the event loop's own thread commits instead, on a second connection that never
 waits (:mod:`memstore.db.loop_commits`): a write first yields the loop once, so writers that
 are ready in the same tick join it (group commit still happens), then commits them with
-``BEGIN IMMEDIATE`` under ``busy_timeout = 0``; it skips that tick when nothing else is ready
-to run on the loop (:meth:`SqliteWriter._may_be_joined`). Anything else goes to the thread,
-which waits for the lock as usual: the thread has writes queued (it goes first, or the loop
-would keep taking the lock ahead of it), the lock is held (another process is writing), the
-batch is large (:data:`LOOP_MAX_JOBS`, :data:`LOOP_MAX_SIZE`), or recent commits were slower
-than ``Settings.sqlite_loop_commit_ms`` (a slow disk: the loop must not stall on its fsync; a
-new writer assumes slow until the thread's first commits say otherwise). The guarantee is
-unchanged: each caller is answered after the COMMIT that made its write durable, with the
-same ``synchronous`` setting.
+``BEGIN IMMEDIATE`` under ``busy_timeout = 0``. It skips that tick when nothing else is ready
+to run on the loop (:func:`memstore.db.tick.may_be_joined`); a writer then alone commits at
+once, with no future and no batch (``SqliteWriter._commit_alone``). Anything else goes to the
+thread, which waits for the lock as usual: the thread has writes queued (it goes first, or the
+loop would keep taking the lock ahead of it), the lock is held (another process is writing),
+the batch is large (:data:`LOOP_MAX_JOBS`, :data:`LOOP_MAX_SIZE`), or recent commits were
+slower than ``Settings.sqlite_loop_commit_ms`` (a slow disk: the loop must not stall on its
+fsync; a new writer assumes slow until the thread's first commits say otherwise). The
+guarantee is unchanged: each caller is answered after the COMMIT that made its write
+durable, with the same ``synchronous`` setting.
 
 Shortcuts: a write may offer ``run_sqlite(conn)`` for its common case, straight ``sqlite3``
 calls instead of its step generator (:func:`run_job`); an append does
@@ -57,6 +58,7 @@ from memstore.db.errors import classify, translate_errors
 from memstore.db.loop_commits import LoopCommits
 from memstore.db.sqlite_statements import execute
 from memstore.db.steps import StepsFactory, T
+from memstore.db.tick import may_be_joined
 from memstore.errors import StorageError
 
 #: Writes committed together at most: bounds one transaction's lock time and memory.
@@ -116,19 +118,6 @@ def _answer_all(batch: list[Job], outcomes: list[tuple[Any, bool]]) -> None:
             _answer(job, outcome, failed)
 
 
-_BASE_CALL_SOON = asyncio.BaseEventLoop.call_soon
-#: This thread's run of writes that skipped the tick (``SqliteWriter._may_be_joined``): the
-#: loop's ``marker`` callback, the ``loop`` and ``since`` when. Shared by every writer: it is
-#: the loop's pass that ends a run, whichever store wrote.
-_RUN = threading.local()
-
-
-def _end_run(loop: asyncio.AbstractEventLoop) -> None:
-    """The marker of a run of writes that skipped the tick: ``loop`` made a pass."""
-    if getattr(_RUN, "loop", None) is loop:  # not a later loop's run (nor another thread's)
-        _RUN.marker = _RUN.loop = None
-
-
 def _interrupted(interruption: BaseException) -> StorageError:
     """What a caller hears whose write was in a commit that another caller's Ctrl-C stopped."""
     error = StorageError("the commit was interrupted: the write may or may not be stored")
@@ -180,8 +169,6 @@ class SqliteWriter:
             StorageError: the writer was closed (the store is closing or closed).
         """
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        job = Job(factory, loop, future, size)
         on_loop = self._on_loop
         with self._lock:  # no job may slip in behind the stop signal
             if self._closed:
@@ -192,13 +179,55 @@ class SqliteWriter:
                 and size <= LOOP_MAX_SIZE
                 and on_loop.fast
             )
-            if gather:
-                self._gathering.append(job)
+            alone = gather and not self._gathering and not self._may_be_joined(loop)
+            if alone:
+                self._leading += 1  # close() waits for this leader before it stops the thread
             else:
-                self._queue([job])
+                future: asyncio.Future[T] = loop.create_future()
+                job = Job(factory, loop, future, size)
+                if gather:
+                    self._gathering.append(job)
+                else:
+                    self._queue([job])
+        if alone:
+            answer = self._commit_alone(factory, loop, size)
+            if not isinstance(answer, asyncio.Future):
+                outcome, failed = answer
+                if failed:
+                    raise outcome
+                result: T = outcome
+                return result
+            return await answer
         if gather:
             await self._gather_and_commit(job)
         return await future
+
+    def _commit_alone(
+        self, factory: StepsFactory[T], loop: asyncio.AbstractEventLoop, size: int
+    ) -> tuple[Any, bool] | asyncio.Future[T]:
+        """Commit one write on the loop at once, as its leader (``_leading`` counts it):
+        its ``(outcome, failed)``, or the future of the thread's commit if the loop refused.
+
+        No other writer can join it (``_may_be_joined``), so there is no batch to gather and
+        no future to answer: the outcome comes straight back (6 us less an append on a RAM
+        disk here; the common case of an agent appending turn by turn). Nothing awaits
+        before the commit, so it cannot be cancelled half-way; an interruption propagates
+        to this caller, the only one.
+        """
+        on_loop = self._on_loop
+        assert on_loop is not None
+        try:
+            outcomes = on_loop.commit([factory])
+            if outcomes is not None:
+                return outcomes[0]
+            future: asyncio.Future[T] = loop.create_future()  # refused: the thread commits it
+            with self._lock:
+                self._queue([Job(factory, loop, future, size)])
+            return future
+        finally:
+            with self._lock:
+                self._leading -= 1
+                self._stop_when_idle()
 
     async def _gather_and_commit(self, job: Job) -> None:
         try:
@@ -225,7 +254,8 @@ class SqliteWriter:
             # their owners, each would commit on the loop in this same tick, one after the
             # other, and the loop would stand still for all of them.
             try:
-                outcomes = None if self._on_loop is None else self._on_loop.commit(batch)
+                writes = [job.factory for job in batch]
+                outcomes = None if self._on_loop is None else self._on_loop.commit(writes)
                 if outcomes is None:  # refused: the thread commits it
                     rest = batch + rest
                 else:
@@ -244,48 +274,10 @@ class SqliteWriter:
                 self._stop_when_idle()
 
     def _may_be_joined(self, loop: asyncio.AbstractEventLoop) -> bool:
-        """Whether another writer may join this one in the next loop tick: then wait for it.
-
-        The tick is what group commit on the loop is made of, but it costs a pass of the
-        loop, a poll of its selector included: 10 us of a 320 us durable append on this
-        project's disk. When no callback is ready on the loop, no other task can run before
-        this writer's next step, so no writer can join: it commits at once.
-
-        A run of such writes, with no pass of the loop between them (a task appending in a
-        tight loop), lasts the loop-commit budget at most; the next write waits a tick, so
-        the loop still runs its timers and polls its sockets that often (plus one commit).
-        A run ends when the loop makes a pass: the first skip of a run schedules a marker
-        callback, which the ready-queue check ignores and the pass runs. The run is the
-        thread's loop's, shared by the writers of every store (``_RUN``).
-
-        Only the ready queue of a loop that schedules with ``BaseEventLoop.call_soon`` (the
-        standard library's loops) is trusted, and only without a task factory: with eager
-        tasks (``asyncio.eager_task_factory``) the writers of a ``gather`` start one by one
-        inside ``create_task``, after the first has suspended, so its queue looks empty.
-        Elsewhere (uvloop, qasync, a task factory) every write waits a tick. Python 3.14's
-        ``create_task(eager_start=True)`` cannot be seen here: such writers commit one by one.
-        """
-        ready = getattr(loop, "_ready", None)
-        if (
-            ready is None
-            or type(loop).call_soon is not _BASE_CALL_SOON
-            or loop.get_task_factory() is not None
-            or len(self._gathering) > 1  # another thread's loop gathers with this one
-        ):
-            return True
-        marker = getattr(_RUN, "marker", None)
-        if getattr(_RUN, "loop", None) is not loop:  # a run of another loop of this thread
-            marker = None
-        if ready and not (len(ready) == 1 and ready[0] is marker):
-            return True  # another callback runs in this tick: it may write
-        now = time.perf_counter()
-        if marker is None:  # the loop made a pass since this thread's last skip
-            _RUN.since = now
-            _RUN.loop = loop
-            _RUN.marker = loop.call_soon(_end_run, loop)
-            return False
-        since: float = _RUN.since
-        return now - since >= self._budget_s
+        """Whether another writer may join this one in the next loop tick: then wait for it
+        (:func:`memstore.db.tick.may_be_joined`, or another thread's loop gathers a write
+        with this one)."""
+        return len(self._gathering) > 1 or may_be_joined(loop, self._budget_s)
 
     def _take_batch(self, leader: Job) -> tuple[list[Job], list[Job]]:
         """Empty the gathering (the caller holds ``_lock``): ``(for the loop, the rest)``.
@@ -391,7 +383,8 @@ class SqliteWriter:
                 if conn is None:
                     with translate_errors():
                         conn = self._connect()
-                outcomes = self._begin_and_commit(conn, batch) if batch else []
+                writes = [job.factory for job in batch]
+                outcomes = self._begin_and_commit(conn, writes) if batch else []
             except BaseException as error:  # BEGIN or COMMIT failed: every caller hears it
                 outcomes = [(error, True)] * len(batch)
             with self._lock:  # before the answers: a caller that writes again may use the loop
@@ -402,22 +395,27 @@ class SqliteWriter:
         self._stopped.set_result(None)
 
     def _begin_and_commit(
-        self, conn: sqlite3.Connection, batch: list[Job]
+        self, conn: sqlite3.Connection, writes: list[StepsFactory[Any]]
     ) -> list[tuple[Any, bool]]:
         with translate_errors():
             conn.execute("BEGIN IMMEDIATE")  # waits up to the busy timeout for the lock
         start = time.perf_counter()
-        outcomes = self._commit(conn, batch)
+        outcomes = self._commit(conn, writes)
         if self._on_loop is not None:  # what a commit costs now, lock waits left out
             self._on_loop.observe(time.perf_counter() - start)
         return outcomes
 
-    def _commit(self, conn: sqlite3.Connection, batch: list[Job]) -> list[tuple[Any, bool]]:
-        """Run every job of ``batch`` in the transaction just begun, then COMMIT."""
+    def _commit(
+        self, conn: sqlite3.Connection, writes: list[StepsFactory[Any]]
+    ) -> list[tuple[Any, bool]]:
+        """Run every write in the transaction just begun, then COMMIT: each one's
+        ``(outcome, failed)``, in order."""
         with translate_errors():
             try:
-                alone = len(batch) == 1
-                outcomes = [self._one(conn, job, alone) for job in batch]
+                if len(writes) == 1:  # alone in its transaction (and no list to build)
+                    outcomes = [self._one(conn, writes[0], True)]
+                else:
+                    outcomes = [self._one(conn, write, False) for write in writes]
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -425,12 +423,14 @@ class SqliteWriter:
                 raise
         return outcomes
 
-    def _one(self, conn: sqlite3.Connection, job: Job, alone: bool) -> tuple[Any, bool]:
+    def _one(
+        self, conn: sqlite3.Connection, write: StepsFactory[Any], alone: bool
+    ) -> tuple[Any, bool]:
         # Alone in its transaction, a job needs no savepoint: a failure rolls back everything.
         if not alone:
             conn.execute("SAVEPOINT job")
         try:
-            outcome = run_job(conn, job.factory)
+            outcome = run_job(conn, write)
         except BaseException as error:  # this caller's failure: undo only its statements
             if alone or not conn.in_transaction or not isinstance(error, Exception):
                 # Alone: the transaction's rollback undoes it. Or SQLite rolled the whole

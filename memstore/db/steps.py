@@ -18,7 +18,7 @@ may also offer the SQLite writer a shortcut for its common case (``run_sqlite``;
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -49,11 +49,14 @@ Steps = Generator[tuple[Statement, Params], StepResult, T]
 StepsFactory = Callable[[str], Steps[T]]
 
 
-async def run_steps(db: Database, factory: StepsFactory[T], *, size: int = 0) -> T:
+def run_steps(db: Database, factory: StepsFactory[T], *, size: int = 0) -> Awaitable[T]:
     """Run a step generator in one write transaction (the SQLite fast path when it exists).
 
     ``size`` is about how many bytes the write stores: on SQLite a large write is never
     committed on the event loop's thread (:mod:`memstore.db.sqlite_writer`).
+
+    Returns the awaitable of the write, to be awaited at once: the SQLite writer's own, with
+    no coroutine of this function's around it (appends pass here on every turn).
 
     Raises:
         Whatever the generator raises (the transaction is rolled back), or a translated
@@ -61,7 +64,12 @@ async def run_steps(db: Database, factory: StepsFactory[T], *, size: int = 0) ->
     """
     writer = db.writer()
     if writer is not None:
-        return await writer.run(factory, size)
+        return writer.run(factory, size)
+    return _run_on_engine(db, factory)
+
+
+async def _run_on_engine(db: Database, factory: StepsFactory[T]) -> T:
+    """:func:`run_steps` through SQLAlchemy's async engine: one statement at a time."""
     steps = factory(db.dialect)
     async with db.write() as conn:
         sent: StepResult | None = None
