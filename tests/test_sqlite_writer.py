@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -135,3 +137,67 @@ async def test_a_missing_bind_parameter_is_an_error_not_a_null(db_path: Path) ->
         with pytest.raises(KeyError, match="no value for bind parameter 'role'"):
             await run_steps(store.database, steps)
         assert [item.content for item in await memory.items()] == ["the only item"]
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+async def test_a_writer_whose_thread_stopped_is_replaced(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer thread that stops by itself (a bug) is not used again: the next write gets a
+    new writer instead of a queue that nobody reads."""
+    async with MemoryStore.open(db_path, settings=Settings(sqlite_loop_commit_ms=0)) as store:
+        memory = store.session("s", estimator=WordEstimator(), limits=LIMITS)
+        await memory.add("user", "first")  # by the thread (no commits on the loop)
+        writer = store.database.writer()
+        assert writer is not None and writer.usable
+
+        def stop(self: sqlite_writer.SqliteWriter) -> object:
+            raise SystemExit  # ends the thread, silently
+
+        monkeypatch.setattr(sqlite_writer.SqliteWriter, "_next_batch", stop)
+        await memory.add("user", "second")  # answered; then the thread asks for more, and stops
+        writer._thread.join(10)
+        assert not writer._thread.is_alive() and not writer.usable
+        monkeypatch.undo()
+        item = await asyncio.wait_for(memory.add("user", "third"), timeout=10)
+        assert store.database.writer() is not writer
+        assert [i.content for i in await memory.items()] == ["first", "second", item.content]
+
+
+def test_a_forked_child_writes_through_a_writer_of_its_own(db_path: Path) -> None:
+    """The parent's writer thread is not in a forked child: the child makes its own."""
+
+    async def opened() -> tuple[MemoryStore, object]:
+        store = await MemoryStore.open(db_path)
+        await store.session("s", estimator=WordEstimator(), limits=LIMITS).add("user", "parent")
+        return store, store.database.writer()
+
+    store, parents = asyncio.run(opened())
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: exit 0 only if it wrote through a new writer
+            signal.alarm(10)
+            code = 1
+
+            async def child() -> None:
+                nonlocal code
+                memory = store.session("s", estimator=WordEstimator(), limits=LIMITS)
+                await memory.add("user", "child")
+                code = 0 if store.database.writer() is not parents else 2
+
+            try:
+                asyncio.run(child())
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        assert parents.usable  # type: ignore[attr-defined]
+    finally:
+        asyncio.run(store.close())
+
+    async def contents() -> list[str]:
+        async with MemoryStore.open(db_path) as reopened:
+            memory = reopened.session("s", estimator=WordEstimator(), limits=LIMITS)
+            return [item.content for item in await memory.items()]
+
+    assert asyncio.run(contents()) == ["parent", "child"]
