@@ -15,7 +15,7 @@ from loopsupport import Commits, Warm
 
 from memstore import StorageError
 from memstore.db import append as append_module
-from memstore.db import sqlite_writer
+from memstore.db import writer_jobs
 
 
 class _Interrupt(BaseException):
@@ -139,7 +139,7 @@ async def test_an_interruption_while_answering_leaves_no_caller_waiting(
     yet hear that their write's fate is unknown (it is stored, once)."""
     store, memory = warm
     await memory.add("user", "the session exists")
-    deliver = sqlite_writer._deliver
+    deliver = writer_jobs._deliver
     delivered: list[bool] = []
 
     def interrupting(future: asyncio.Future[object], outcome: object, failed: bool) -> None:
@@ -148,7 +148,7 @@ async def test_an_interruption_while_answering_leaves_no_caller_waiting(
             raise _Interrupt
         deliver(future, outcome, failed)
 
-    monkeypatch.setattr(sqlite_writer, "_deliver", interrupting)
+    monkeypatch.setattr(writer_jobs, "_deliver", interrupting)
     adds = asyncio.gather(*(memory.add("user", f"m {i}") for i in range(3)), return_exceptions=True)
     results = await asyncio.wait_for(adds, timeout=10)  # a write left unanswered: a timeout
     monkeypatch.undo()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -164,8 +166,17 @@ async def test_a_writer_whose_thread_stopped_is_replaced(
         assert [i.content for i in await memory.items()] == ["first", "second", item.content]
 
 
-def test_a_forked_child_writes_through_a_writer_of_its_own(db_path: Path) -> None:
-    """The parent's writer thread is not in a forked child: the child makes its own."""
+def _fork_in_c() -> int:
+    """fork(2) called from C, as a pre-forking server or an extension may: no at-fork hooks."""
+    return int(ctypes.CDLL(None, use_errno=True).fork())
+
+
+@pytest.mark.parametrize("fork", [os.fork, _fork_in_c], ids=["os.fork", "fork in C"])
+def test_a_forked_child_writes_through_a_writer_of_its_own(
+    db_path: Path, fork: Callable[[], int]
+) -> None:
+    """The parent's writer thread is not in a forked child, and its connections must not be
+    used there: the child makes a writer of its own, however it was forked."""
 
     async def opened() -> tuple[MemoryStore, object]:
         store = await MemoryStore.open(db_path)
@@ -174,7 +185,7 @@ def test_a_forked_child_writes_through_a_writer_of_its_own(db_path: Path) -> Non
 
     store, parents = asyncio.run(opened())
     try:
-        pid = os.fork()
+        pid = fork()
         if pid == 0:  # the child: exit 0 only if it wrote through a new writer
             signal.alarm(10)
             code = 1

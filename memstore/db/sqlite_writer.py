@@ -43,13 +43,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import os
 import queue
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +57,7 @@ from memstore.db.loop_commits import LoopCommits
 from memstore.db.sqlite_statements import execute
 from memstore.db.steps import StepsFactory, T
 from memstore.db.tick import may_be_joined
+from memstore.db.writer_jobs import Job, answer_all, unknown_outcome
 from memstore.errors import StorageError
 
 #: Writes committed together at most: bounds one transaction's lock time and memory.
@@ -85,68 +84,6 @@ CHECKPOINT_FRAMES = 300
 WAL_SIZE_LIMIT = 2 * CHECKPOINT_FRAMES * 4096
 
 
-@dataclass
-class Job:
-    """One write: its step generator, and the future its caller awaits on its loop."""
-
-    factory: StepsFactory[Any]
-    loop: asyncio.AbstractEventLoop
-    future: asyncio.Future[Any]
-    size: int = 0  # about how much the write stores, in characters of text
-
-
-def _answer(job: Job, outcome: Any, failed: bool) -> None:
-    """Hand the outcome to the caller's loop; a loop closed meanwhile has no one to tell.
-
-    The thread must survive that (the write itself stands, committed or rolled back): a
-    writer that died here would leave every later caller waiting forever.
-    """
-    with contextlib.suppress(RuntimeError):  # "Event loop is closed"
-        job.loop.call_soon_threadsafe(_deliver, job.future, outcome, failed)
-
-
-def _answer_all(batch: list[Job], outcomes: list[tuple[Any, bool]]) -> None:
-    """Answer every job: directly on the running loop's own jobs, thread-safely otherwise."""
-    try:
-        here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-    except RuntimeError:  # the writer thread
-        here = None
-    for job, (outcome, failed) in zip(batch, outcomes, strict=True):
-        if job.loop is here:
-            _deliver(job.future, outcome, failed)
-        else:
-            _answer(job, outcome, failed)
-
-
-#: Forks this process has gone through (its own, and its ancestors' since this module was
-#: imported): a writer made before the last one belongs to another process.
-_forks = 0
-
-
-def _count_fork() -> None:
-    global _forks
-    _forks += 1
-
-
-os.register_at_fork(after_in_child=_count_fork)
-
-
-def _interrupted(interruption: BaseException) -> StorageError:
-    """What a caller hears whose write was in a commit that another caller's Ctrl-C stopped."""
-    error = StorageError("the commit was interrupted: the write may or may not be stored")
-    error.__cause__ = interruption
-    return error
-
-
-def _deliver(future: asyncio.Future[Any], outcome: Any, failed: bool) -> None:
-    if future.done():  # the caller was cancelled; what committed stays committed
-        return
-    if failed:
-        future.set_exception(outcome)
-    else:
-        future.set_result(outcome)
-
-
 class SqliteWriter:
     """The writer of one SQLite file in one process: its thread, and commits on the loop.
 
@@ -155,7 +92,6 @@ class SqliteWriter:
 
     def __init__(self, path: Path, settings: Settings) -> None:
         self.pid = os.getpid()
-        self._forks = _forks  # as this process has seen them: a fork leaves this writer behind
         self._serving = True  # until the thread stops (``usable``, on every write, asks)
         self._path = path
         self._settings = settings
@@ -164,7 +100,9 @@ class SqliteWriter:
         self._closed = False
         self._gathering: list[Job] = []  # jobs waiting one loop tick to commit on the loop
         self._thread_jobs = 0  # queued for the thread or in its batch: it is idle at 0
-        self._leading = 0  # leaders between taking gathered jobs and queueing what is left
+        # Leaders committing on the loop (a lone writer, or one between taking gathered
+        # jobs and queueing what is left): close() sends the stop only once there are none.
+        self._leading = 0
         self._stop_sent = False
         self._budget_s = settings.sqlite_loop_commit_ms / 1000
         self._on_loop = LoopCommits(self, self._budget_s) if self._budget_s > 0 else None
@@ -185,35 +123,46 @@ class SqliteWriter:
         """
         loop = asyncio.get_running_loop()
         on_loop = self._on_loop
-        with self._lock:  # no job may slip in behind the stop signal
-            if self._closed:
-                raise StorageError("the store is closed")
-            gather = (
-                on_loop is not None
-                and self._thread_jobs == 0  # else the loop would keep taking the lock first
-                and size <= LOOP_MAX_SIZE
-                and on_loop.fast
-            )
-            # (Nothing gathered yet, from any thread's loop: the loop's own check suffices.)
-            alone = gather and not self._gathering and not may_be_joined(loop, self._budget_s)
-            if alone:
-                self._leading += 1  # close() waits for this leader before it stops the thread
-            else:
-                future: asyncio.Future[T] = loop.create_future()
-                job = Job(factory, loop, future, size)
-                if gather:
-                    self._gathering.append(job)
+        leading = False  # a writer alone on the loop: it leads its own commit at once
+        try:
+            with self._lock:  # no job may slip in behind the stop signal
+                if self._closed:
+                    raise StorageError("the store is closed")
+                gather = (
+                    on_loop is not None
+                    and self._thread_jobs == 0  # else the loop would keep taking the lock first
+                    and size <= LOOP_MAX_SIZE
+                    and on_loop.fast
+                )
+                # (Nothing gathered yet, from any thread's loop: the loop's own check will do.)
+                if gather and not self._gathering and not may_be_joined(loop, self._budget_s):
+                    # close() waits for this leader before it stops the thread. Counted and
+                    # flagged with no call between, so no interruption can land between the
+                    # two: the finally below always counts it out again.
+                    self._leading += 1
+                    leading = True
                 else:
-                    self._queue([job])
-        if alone:
-            answer = self._commit_alone(factory, loop, size)
-            if not isinstance(answer, asyncio.Future):
-                outcome, failed = answer
-                if failed:
-                    raise outcome
-                result: T = outcome
-                return result
-            return await answer
+                    future: asyncio.Future[T] = loop.create_future()
+                    job = Job(factory, loop, future, size)
+                    if gather:
+                        self._gathering.append(job)
+                    else:
+                        self._queue([job])
+            if leading:
+                answer = self._commit_alone(factory, loop, size)
+        finally:
+            if leading:
+                with self._lock:
+                    self._leading -= 1
+                    self._stop_when_idle()
+        if leading:
+            if isinstance(answer, asyncio.Future):
+                return await answer
+            outcome, failed = answer
+            if failed:
+                raise outcome
+            result: T = outcome
+            return result
         if gather:
             await self._gather_and_commit(job)
         return await future
@@ -221,29 +170,25 @@ class SqliteWriter:
     def _commit_alone(
         self, factory: StepsFactory[T], loop: asyncio.AbstractEventLoop, size: int
     ) -> tuple[Any, bool] | asyncio.Future[T]:
-        """Commit one write on the loop at once, as its leader (``_leading`` counts it):
-        its ``(outcome, failed)``, or the future of the thread's commit if the loop refused.
+        """Commit one write on the loop at once, for a leader that ``run`` counts in
+        ``_leading``: its ``(outcome, failed)``, or the future of the thread's commit if the
+        loop refused.
 
-        No other writer can join it (``_may_be_joined``), so there is no batch to gather and
-        no future to answer: the outcome comes straight back (6 us less an append on a RAM
-        disk here; the common case of an agent appending turn by turn). Nothing awaits
-        before the commit, so it cannot be cancelled half-way; an interruption propagates
-        to this caller, the only one.
+        No other writer can join it (:func:`memstore.db.tick.may_be_joined`), so there is no
+        batch to gather and no future to answer: the outcome comes straight back (6-8 us
+        less an append on a RAM disk here; the common case of an agent appending turn by
+        turn). Nothing awaits before the commit, so it cannot be cancelled half-way; an
+        interruption propagates to this caller, the only one.
         """
         on_loop = self._on_loop
         assert on_loop is not None
-        try:
-            outcomes = on_loop.commit([factory])
-            if outcomes is not None:
-                return outcomes[0]
-            future: asyncio.Future[T] = loop.create_future()  # refused: the thread commits it
-            with self._lock:
-                self._queue([Job(factory, loop, future, size)])
-            return future
-        finally:
-            with self._lock:
-                self._leading -= 1
-                self._stop_when_idle()
+        outcomes = on_loop.commit([factory])
+        if outcomes is not None:
+            return outcomes[0]
+        future: asyncio.Future[T] = loop.create_future()  # refused: the thread commits it
+        with self._lock:  # while still leading: ahead of any stop signal
+            self._queue([Job(factory, loop, future, size)])
+        return future
 
     async def _gather_and_commit(self, job: Job) -> None:
         try:
@@ -256,38 +201,45 @@ class SqliteWriter:
                 else:  # a leader has it: it commits, as for any caller that gave up waiting
                     job.future.cancel()  # and its answer is dropped, not left unretrieved
             raise
-        with self._lock:
-            # Only a writer whose job is still waiting leads. One taken along by an earlier
-            # leader must not take the jobs gathered since: they are the next tick's, and
-            # committing them now would break every later tick into commits of one.
-            if job not in self._gathering:
-                return
-            batch, rest = self._take_batch(job)
-            self._leading += 1  # close() waits for this leader before it stops the thread
+        batch: list[Job] = []
+        rest: list[Job] = []
+        leading = False
         try:
+            with self._lock:
+                # Only a writer whose job is still waiting leads. One taken along by an earlier
+                # leader must not take the jobs gathered since: they are the next tick's, and
+                # committing them now would break every later tick into commits of one.
+                if job not in self._gathering:
+                    return
+                # close() waits for this leader before it stops the thread. Counted and
+                # flagged with no call between, so no interruption can land between the two.
+                self._leading += 1
+                leading = True
+                batch, rest = self._take_batch(job)
             # One commit on the loop per gathering: the jobs that do not fit go to the
             # thread, after it (first, the thread would hold the lock it needs). Left for
             # their owners, each would commit on the loop in this same tick, one after the
             # other, and the loop would stand still for all of them.
             try:
-                writes = [job.factory for job in batch]
+                writes = [gathered.factory for gathered in batch]
                 outcomes = None if self._on_loop is None else self._on_loop.commit(writes)
                 if outcomes is None:  # refused: the thread commits it
                     rest = batch + rest
                 else:
-                    _answer_all(batch, outcomes)
+                    answer_all(batch, outcomes)
             except BaseException as interruption:  # Ctrl-C at an unknown point: after the
                 # COMMIT, perhaps. It is raised here, for the leader's caller, and only here
                 # (not on other threads' loops); the others learn their write's fate is
                 # unknown. Never run twice, never left waiting.
-                _answer_all(batch[1:], [(_interrupted(interruption), True) for _ in batch[1:]])
+                answer_all(batch[1:], [(unknown_outcome(interruption), True) for _ in batch[1:]])
                 job.future.cancel()  # answered by the raise
                 raise
         finally:
-            with self._lock:
-                self._queue(rest)
-                self._leading -= 1
-                self._stop_when_idle()
+            if leading:
+                with self._lock:
+                    self._queue(rest)
+                    self._leading -= 1
+                    self._stop_when_idle()
 
     def _may_be_joined(self, loop: asyncio.AbstractEventLoop) -> bool:
         """Whether another writer may join this one in the next loop tick: then wait for it
@@ -333,12 +285,13 @@ class SqliteWriter:
     def usable(self) -> bool:
         """True while this process's writer thread runs and accepts work.
 
-        Asked on every write, so it reads two flags instead of asking the thread
-        (``Thread.is_alive`` takes a lock) and the kernel (``os.getpid``): 3 us an append
-        together, measured between two fsyncs. The thread clears ``_serving`` however it
-        stops; a fork counts in ``_forks`` (the child has none of the parent's threads).
+        Asked on every write, so it reads a flag instead of asking the thread
+        (``Thread.is_alive`` takes a lock): the thread clears ``_serving`` however it stops.
+        The process id is still compared on every write, not counted by an at-fork hook: a
+        fork made in C (a pre-forking server, an extension) runs no such hook, and its child
+        has none of the parent's threads, nor may it use the parent's connections.
         """
-        return not self._closed and self._serving and self._forks == _forks
+        return not self._closed and self._serving and self.pid == os.getpid()
 
     def close(self) -> concurrent.futures.Future[None]:
         """Finish every write submitted so far, then stop the thread, close the connections.
@@ -412,12 +365,14 @@ class SqliteWriter:
                     outcomes = [(error, True)] * len(batch)
                 with self._lock:  # before the answers: a caller writing again may use the loop
                     self._thread_jobs -= len(batch)
-                _answer_all(batch, outcomes)
-        finally:  # however the thread stops: a new writer replaces this one (writer_for)
-            self._serving = False
-        if conn is not None:
-            conn.close()
-        self._stopped.set_result(None)
+                answer_all(batch, outcomes)
+        finally:  # however the thread stops: a new writer replaces this one (writer_for),
+            self._serving = False  # and a close() waiting for it is told
+            try:
+                if conn is not None:
+                    conn.close()
+            finally:
+                self._stopped.set_result(None)
 
     def _begin_and_commit(
         self, conn: sqlite3.Connection, writes: list[StepsFactory[Any]]

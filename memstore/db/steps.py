@@ -59,8 +59,9 @@ def run_steps(db: Database, factory: StepsFactory[T], *, size: int = 0) -> Await
     no coroutine of this function's around it (appends pass here on every turn).
 
     Raises:
-        Whatever the generator raises (the transaction is rolled back), or a translated
-        storage error.
+        StorageError: at once, when called, if the store is closed.
+        When awaited: whatever the generator raises (the transaction is rolled back), or a
+        translated storage error.
     """
     writer = db.writer()
     if writer is not None:
