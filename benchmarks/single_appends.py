@@ -7,8 +7,10 @@ writer's :func:`~memstore.db.sqlite_writer.run_job`, its shortcut included) on a
 ``sqlite3`` connection with memstore's settings and checkpoint interval, in a synchronous
 loop. What memstore costs above it is its async write path (input validation, the writer's
 gathering of concurrent writes, futures, the first commits a new writer leaves to its thread);
-what the floor costs above raw sqlite3 is the schema (cached totals, indexes) and its
-checkpoints.
+what the floor costs above raw sqlite3 is the schema (cached totals, indexes), its
+checkpoints, and its own Python (the count, the item, the parameters). A last line takes that
+Python out too: the same two statements with every parameter prepared before the clock
+starts, which is what the schema and the fsync alone cost.
 """
 
 from __future__ import annotations
@@ -19,13 +21,20 @@ import statistics
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 from append_throughput import raw_sqlite
 
 from memstore import MemoryLimits, MemoryStore, TiktokenEstimator, WordEstimator
 from memstore.config import DEFAULT_SQLITE_LOOP_COMMIT_MS, DEFAULT_SQLITE_SYNCHRONOUS, Settings
-from memstore.db.append import Append, NewItem
+from memstore.db.append import (
+    Append,
+    NewItem,
+    _bump_values,
+    _sqlite_statements,
+    new_item_id,
+)
 from memstore.db.sqlite_writer import CHECKPOINT_FRAMES, run_job
 from memstore.model import MemoryKind, MemoryRole, Priority
 
@@ -58,14 +67,7 @@ async def memstore_floor(path: Path, texts: list[str]) -> float:
     async with MemoryStore.open(path) as store:  # the schema and the session row
         memory = store.session("b", estimator=WordEstimator(), limits=NO_COMPACTION)
         await memory.add("user", "warm-up")
-    conn = sqlite3.connect(path, isolation_level=None)
-    pragmas = (
-        "foreign_keys = ON",
-        f"synchronous = {SYNC}",
-        f"wal_autocheckpoint = {CHECKPOINT_FRAMES}",
-    )
-    for pragma in pragmas:
-        conn.execute(f"PRAGMA {pragma}")
+    conn = _connect_like_the_writer(path)
     estimator = WordEstimator()
 
     def append(text: str) -> None:
@@ -89,6 +91,52 @@ async def memstore_floor(path: Path, texts: list[str]) -> float:
     return elapsed
 
 
+def _connect_like_the_writer(path: Path) -> sqlite3.Connection:
+    """A plain connection with the settings and checkpoint interval of the writer's."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    pragmas = (
+        "foreign_keys = ON",
+        f"synchronous = {SYNC}",
+        f"wal_autocheckpoint = {CHECKPOINT_FRAMES}",
+    )
+    for pragma in pragmas:
+        conn.execute(f"PRAGMA {pragma}")
+    return conn
+
+
+async def memstore_sql_only(path: Path, texts: list[str]) -> float:
+    """Seconds for the SQL of memstore's appends alone: the shortcut's two statements with
+    every parameter prepared before the clock starts (ids, timestamps, counts), on a plain
+    connection as in :func:`memstore_floor`.
+
+    No Python of memstore's runs between two commits, so this is what the schema (the cached
+    totals, the indexes) and the fsync cost: the limit of every line above it.
+    """
+    async with MemoryStore.open(path) as store:  # the schema and the session row
+        memory = store.session("b", estimator=WordEstimator(), limits=NO_COMPACTION)
+        await memory.add("user", "warm-up")
+    bump_sql, insert_sql, timestamp = _sqlite_statements()
+    stamp = timestamp(datetime.now(UTC))
+    estimator = WordEstimator()
+    bumps, inserts = [], []
+    for text in texts:  # as Append.run_sqlite binds them (_bump_values, _insert_values)
+        tokens = estimator.count(text)
+        new = NewItem(MemoryRole.USER, MemoryKind.USER_MESSAGE, Priority.NORMAL, text, tokens)
+        bumps.append(_bump_values("b", estimator.name, NO_COMPACTION, new, stamp))
+        kind, priority = new.kind.value, int(new.priority)
+        inserts.append((new_item_id(), "b", new.role.value, kind, priority, text, stamp, tokens))
+    conn = _connect_like_the_writer(path)
+    start = time.perf_counter()
+    for bump, ins in zip(bumps, inserts, strict=True):
+        conn.execute("BEGIN IMMEDIATE")
+        version, seq, *_ = conn.execute(bump_sql, bump).fetchall()[0]
+        conn.execute(insert_sql, (ins[0], ins[1], seq, *ins[2:], version, None, 1))
+        conn.execute("COMMIT")
+    elapsed = time.perf_counter() - start
+    conn.close()
+    return elapsed
+
+
 def single_appends(texts: list[str], rounds: int) -> list[Row]:
     """Rounds are interleaved (every contender once per round): a noisy minute on the shared
     machine then hits all of them alike instead of one contender's every round."""
@@ -99,6 +147,9 @@ def single_appends(texts: list[str], rounds: int) -> list[Row]:
 
     async def floor(path: Path) -> float:
         return await memstore_floor(path, texts)
+
+    async def sql_only(path: Path) -> float:
+        return await memstore_sql_only(path, texts)
 
     def memstore_run(
         tiktoken: bool, loop_ms: float = DEFAULT_SQLITE_LOOP_COMMIT_MS
@@ -118,6 +169,7 @@ def single_appends(texts: list[str], rounds: int) -> list[Row]:
 
     contenders = {
         f"raw sqlite3, WAL, synchronous={SYNC}": raw,
+        SQL_ONLY: sql_only,
         FLOOR: floor,
         "memstore add (words)": memstore_run(False),
         "memstore add (tiktoken)": memstore_run(True),
@@ -154,6 +206,7 @@ def single_appends(texts: list[str], rounds: int) -> list[Row]:
 
 
 SDK_SESSION = "Agents SDK SQLiteSession.add_items"
+SQL_ONLY = "memstore's append SQL alone, parameters prepared"
 FLOOR = "memstore's append SQL, sync loop, no asyncio (floor)"
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from memstore import MemoryLimits, MemoryStore, Settings, WordEstimator
-from memstore.db import sqlite_writer
+from memstore.db import loop_commits, sqlite_writer
 from memstore.session import SessionMemory
 
 LIMITS = MemoryLimits(hard=10**9, target=10**8, keep_recent=4)
@@ -70,3 +70,23 @@ async def warm(db_path: Path, commits: Commits) -> AsyncIterator[Warm]:
 async def opened(path: Path) -> MemoryStore:
     """A store with a budget no commit exceeds, opened (for tests that run their own loops)."""
     return await open_store(path, sqlite_loop_commit_ms=GENEROUS)
+
+
+def close_during_loop_commits(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> sqlite_writer.SqliteWriter:
+    """Make every loop commit first run ``close()`` on another thread, to its end, and return
+    the store's writer. close() returns at once (the thread stops once no leader holds
+    writes), and the loop's connection is closed by then: the thread commits instead."""
+    writer = store.database.writer()
+    assert writer is not None
+    commit = loop_commits.LoopCommits.commit
+
+    def closed_meanwhile(self, writes):  # type: ignore[no-untyped-def]
+        closing = threading.Thread(target=writer.close)
+        closing.start()
+        closing.join(10)
+        return commit(self, writes)
+
+    monkeypatch.setattr(loop_commits.LoopCommits, "commit", closed_meanwhile)
+    return writer

@@ -8,11 +8,10 @@ Where each commit ran, and the warmed-up stores, come from ``loopsupport.py``.
 from __future__ import annotations
 
 import asyncio
-import threading
 from typing import Any
 
 import pytest
-from loopsupport import Commits, Warm
+from loopsupport import Commits, Warm, close_during_loop_commits
 
 from memstore import ByteEstimator, EstimatorMismatchError
 from memstore.db import append as append_module
@@ -78,17 +77,7 @@ async def test_close_during_a_lone_commit_lets_it_finish(
     """close() on another thread lands while the lone writer commits: the loop's connection
     is closed by then, so the thread commits the write before it stops; nothing is refused."""
     store, memory = warm
-    writer = store.database.writer()
-    assert writer is not None
-    commit = loop_commits.LoopCommits.commit
-
-    def closed_meanwhile(self, writes):  # type: ignore[no-untyped-def]
-        closing = threading.Thread(target=writer.close)
-        closing.start()
-        closing.join(10)
-        return commit(self, writes)
-
-    monkeypatch.setattr(loop_commits.LoopCommits, "commit", closed_meanwhile)
+    writer = close_during_loop_commits(store, monkeypatch)
     item = await asyncio.wait_for(memory.add("user", "written while closing"), timeout=10)
     await asyncio.wait_for(asyncio.wrap_future(writer.close()), timeout=10)  # it did stop
     assert commits == [(False, 1)] and len(alone) == 1

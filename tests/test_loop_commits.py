@@ -19,7 +19,16 @@ from pathlib import Path
 
 import pytest
 from conftest import write_lock_held
-from loopsupport import GENEROUS, LIMITS, Commits, Warm, open_store, opened, warmed
+from loopsupport import (
+    GENEROUS,
+    LIMITS,
+    Commits,
+    Warm,
+    close_during_loop_commits,
+    open_store,
+    opened,
+    warmed,
+)
 
 from memstore import MemoryStore, StorageFullError, WordEstimator
 from memstore.db import loop_commits, sqlite_writer
@@ -122,17 +131,7 @@ async def test_a_close_from_another_thread_finishes_what_a_leader_holds(
     """close() on another thread lands while a leader holds gathered writes it has not yet
     committed or queued: every one of them is still committed, none refused."""
     store, memory = warm
-    writer = store.database.writer()
-    assert writer is not None
-    commit = loop_commits.LoopCommits.commit
-
-    def closed_meanwhile(self, batch):  # type: ignore[no-untyped-def]
-        closing = threading.Thread(target=writer.close)
-        closing.start()
-        closing.join(10)  # close() returns at once: the thread stops after the leader is done
-        return commit(self, batch)  # the loop's connection is closed now: the thread commits
-
-    monkeypatch.setattr(loop_commits.LoopCommits, "commit", closed_meanwhile)
+    close_during_loop_commits(store, monkeypatch)
     n = sqlite_writer.LOOP_MAX_JOBS + 8  # some in the loop's batch, some left over
     outcomes = await asyncio.wait_for(
         asyncio.gather(*(memory.add("user", f"m {i}") for i in range(n)), return_exceptions=True),
