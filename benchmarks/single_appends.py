@@ -16,7 +16,6 @@ starts, which is what the schema and the fsync alone cost.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import statistics
 import tempfile
 import time
@@ -29,13 +28,15 @@ from append_throughput import raw_sqlite
 from memstore import MemoryLimits, MemoryStore, TiktokenEstimator, WordEstimator
 from memstore.config import DEFAULT_SQLITE_LOOP_COMMIT_MS, DEFAULT_SQLITE_SYNCHRONOUS, Settings
 from memstore.db.append import (
+    _ITEM_INSERT_COLUMNS,
     Append,
     NewItem,
+    _appended,
     _bump_values,
+    _insert_values,
     _sqlite_statements,
-    new_item_id,
 )
-from memstore.db.sqlite_writer import CHECKPOINT_FRAMES, run_job
+from memstore.db.sqlite_writer import connect, run_job
 from memstore.model import MemoryKind, MemoryRole, Priority
 
 SYNC = DEFAULT_SQLITE_SYNCHRONOUS
@@ -64,10 +65,8 @@ async def memstore_floor(path: Path, texts: list[str]) -> float:
     nothing else runs meanwhile).
     """
 
-    async with MemoryStore.open(path) as store:  # the schema and the session row
-        memory = store.session("b", estimator=WordEstimator(), limits=NO_COMPACTION)
-        await memory.add("user", "warm-up")
-    conn = _connect_like_the_writer(path)
+    await _schema_and_session(path)
+    conn = connect(path, Settings())  # as the writer's own
     estimator = WordEstimator()
 
     def append(text: str) -> None:
@@ -91,17 +90,11 @@ async def memstore_floor(path: Path, texts: list[str]) -> float:
     return elapsed
 
 
-def _connect_like_the_writer(path: Path) -> sqlite3.Connection:
-    """A plain connection with the settings and checkpoint interval of the writer's."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    pragmas = (
-        "foreign_keys = ON",
-        f"synchronous = {SYNC}",
-        f"wal_autocheckpoint = {CHECKPOINT_FRAMES}",
-    )
-    for pragma in pragmas:
-        conn.execute(f"PRAGMA {pragma}")
-    return conn
+async def _schema_and_session(path: Path) -> None:
+    """Create the schema and session "b" (with one item), then close the store."""
+    async with MemoryStore.open(path) as store:
+        memory = store.session("b", estimator=WordEstimator(), limits=NO_COMPACTION)
+        await memory.add("user", "warm-up")
 
 
 async def memstore_sql_only(path: Path, texts: list[str]) -> float:
@@ -112,25 +105,29 @@ async def memstore_sql_only(path: Path, texts: list[str]) -> float:
     No Python of memstore's runs between two commits, so this is what the schema (the cached
     totals, the indexes) and the fsync cost: the limit of every line above it.
     """
-    async with MemoryStore.open(path) as store:  # the schema and the session row
-        memory = store.session("b", estimator=WordEstimator(), limits=NO_COMPACTION)
-        await memory.add("user", "warm-up")
+    await _schema_and_session(path)
     bump_sql, insert_sql, timestamp = _sqlite_statements()
-    stamp = timestamp(datetime.now(UTC))
+    now = datetime.now(UTC)
+    stamp = timestamp(now)
     estimator = WordEstimator()
     bumps, inserts = [], []
-    for text in texts:  # as Append.run_sqlite binds them (_bump_values, _insert_values)
+    for text in texts:  # what Append.run_sqlite binds, seq and version to come from BUMP
         tokens = estimator.count(text)
         new = NewItem(MemoryRole.USER, MemoryKind.USER_MESSAGE, Priority.NORMAL, text, tokens)
         bumps.append(_bump_values("b", estimator.name, NO_COMPACTION, new, stamp))
-        kind, priority = new.kind.value, int(new.priority)
-        inserts.append((new_item_id(), "b", new.role.value, kind, priority, text, stamp, tokens))
-    conn = _connect_like_the_writer(path)
+        inserts.append(_insert_values(_appended("b", new, now, 0, 0), None, stamp))
+    seq_at, version_at = (
+        _ITEM_INSERT_COLUMNS.index("seq"),
+        _ITEM_INSERT_COLUMNS.index("added_version"),
+    )
+    conn = connect(path, Settings())  # as the writer's own
     start = time.perf_counter()
     for bump, ins in zip(bumps, inserts, strict=True):
         conn.execute("BEGIN IMMEDIATE")
         version, seq, *_ = conn.execute(bump_sql, bump).fetchall()[0]
-        conn.execute(insert_sql, (ins[0], ins[1], seq, *ins[2:], version, None, 1))
+        row = list(ins)
+        row[seq_at], row[version_at] = seq, version
+        conn.execute(insert_sql, row)
         conn.execute("COMMIT")
     elapsed = time.perf_counter() - start
     conn.close()

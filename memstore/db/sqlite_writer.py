@@ -321,18 +321,7 @@ class SqliteWriter:
     # -- the writer thread -----------------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(
-            self._path,
-            timeout=self._settings.busy_timeout_s,
-            isolation_level=None,  # we issue BEGIN IMMEDIATE / COMMIT ourselves
-            check_same_thread=False,
-        )
-        conn.execute(f"PRAGMA busy_timeout = {int(self._settings.busy_timeout_s * 1000)}")
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute(f"PRAGMA synchronous = {self._settings.sqlite_synchronous}")
-        conn.execute(f"PRAGMA wal_autocheckpoint = {CHECKPOINT_FRAMES}")
-        conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
-        return conn
+        return connect(self._path, self._settings)
 
     def _next_batch(self) -> tuple[list[Job], bool]:
         """Wait for work, then take all that is queued: ``(jobs, stop?)``."""
@@ -428,6 +417,21 @@ class SqliteWriter:
         if not alone:
             conn.execute("RELEASE job")
         return outcome, False
+
+
+def connect(path: Path, settings: Settings) -> sqlite3.Connection:
+    """A connection as the writer's own (its thread's and the loop's): autocommit mode (the
+    writer issues BEGIN IMMEDIATE / COMMIT itself), usable from any thread, with the writer's
+    busy timeout, foreign keys, ``synchronous`` setting and checkpoint interval."""
+    conn = sqlite3.connect(
+        path, timeout=settings.busy_timeout_s, isolation_level=None, check_same_thread=False
+    )
+    conn.execute(f"PRAGMA busy_timeout = {int(settings.busy_timeout_s * 1000)}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute(f"PRAGMA synchronous = {settings.sqlite_synchronous}")
+    conn.execute(f"PRAGMA wal_autocheckpoint = {CHECKPOINT_FRAMES}")
+    conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
+    return conn
 
 
 def run_job(conn: sqlite3.Connection, factory: StepsFactory[T]) -> T:
