@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
+from conftest import table_counts
+from sqlalchemy import update
 
 from memstore import CompactionConflictError, MemoryLimits, MemoryStore, WordEstimator
 from memstore.db import compaction, reads
 from memstore.db.compaction import CommitContext
+from memstore.db.tables import items
+from memstore.model import Fate
 from memstore.policy import CompactionPlan, plan_compaction
 
 LIMITS = MemoryLimits(hard=10_000, target=30, keep_recent=1)
@@ -104,3 +110,56 @@ async def test_appends_during_a_compaction_are_kept_and_counted(store: MemorySto
     assert report.after_tokens == await memory.estimated_tokens()
     assert report.after_tokens == plan.after_tokens + 3 * (4 + 4)
     assert await store.check() == []
+
+
+async def three_fates(store: MemoryStore, n: int = 12) -> tuple[int, CompactionPlan]:
+    """A plan removing items of every fate (dropped, summarized, evicted), by hand."""
+    await filled(store, n)
+    token, plan = await plan_as(store, "w1", 100.0)
+    active = plan.snapshot.items
+    dropped, summarized, evicted = active[:3], active[3:7], active[7:10]
+    return token, replace(
+        plan,
+        kept=active[10:],
+        dropped=tuple(item.id for item in dropped),
+        summarized=tuple(item.id for item in summarized),
+        evicted=tuple(item.id for item in evicted),
+        removed_cost=sum(item.cost for item in active[:10]),
+    )
+
+
+async def test_every_removed_item_is_marked_with_its_own_fate_across_chunks(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two ids per statement: the 10 removed items take 2 + 2 + 2 statements.
+    monkeypatch.setattr(compaction, "MARK_CHUNK", 2)
+    token, plan = await three_fates(store)
+    report = await compaction.commit_compaction(store.database, plan, ctx("w1", token))
+    assert (report.items_dropped, report.items_summarized, report.items_evicted) == (3, 4, 3)
+    memory = store.session("p", limits=LIMITS, estimator=WordEstimator())
+    forgotten = {item.id: item for item in await memory.forgotten_items()}
+    assert {item_id: forgotten[item_id].fate for item_id in plan.removed} == {
+        item_id: Fate(fate) for item_id, fate in plan.removed.items()
+    }
+    assert {item.removed_by for item in forgotten.values()} == {1}
+    assert [item.id for item in await memory.items()] == [item.id for item in plan.kept]
+    assert await store.check() == []
+
+
+async def test_an_item_removed_outside_the_compaction_rolls_the_commit_back(
+    store: MemoryStore,
+) -> None:
+    """The row counts must add up: one item of the plan is no longer active (the ledger edited
+    by hand), so its UPDATE matches nothing and the whole commit is undone."""
+    token, plan = await three_fates(store)
+    victim = plan.evicted[-1]
+
+    async with store.database.write() as conn:
+        await conn.execute(update(items).where(items.c.id == victim).values(fate="dropped"))
+    before = await table_counts(store), await store.session_info("p")
+    with pytest.raises(CompactionConflictError) as raised:
+        await compaction.commit_compaction(store.database, plan, ctx("w1", token))
+    assert (raised.value.expected, raised.value.actual) == (10, 9)
+    assert (await table_counts(store), await store.session_info("p")) == before
+    memory = store.session("p", limits=LIMITS, estimator=WordEstimator())
+    assert [item.removed_by for item in await memory.forgotten_items()] == [None]

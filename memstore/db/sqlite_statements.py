@@ -27,9 +27,13 @@ _DIALECT = sqlite_dialect.dialect(paramstyle="qmark")
 class Compiled:
     """A statement compiled once: SQL, parameter order, literal defaults, type processors.
 
-    Turning a parameter dict into the driver's tuple runs once per row (a compaction marks
-    every removed item with one ``executemany``), so it is done in C where it can be: one
-    dict merge and an ``itemgetter``, then only the binds that have a type processor.
+    Turning a parameter dict into the driver's tuple runs on every write, so it is done in C
+    where it can be: one dict merge and an ``itemgetter``, then only the binds that have a
+    type processor.
+
+    A statement may have one expanding bind (``column.in_(bindparam(name, expanding=True))``,
+    a list of values): :meth:`bound` renders its SQL for the list's length, as SQLAlchemy
+    would, and caches it per length.
     """
 
     def __init__(self, statement: Statement) -> None:
@@ -52,6 +56,12 @@ class Compiled:
             if (process := _processor(bind.type)) is not None
         ]
         self._get = operator.itemgetter(*self.order) if len(self.order) > 1 else None
+        expanding = [index for index, bind in enumerate(binds) if bind.expanding]
+        if len(expanding) > 1 or any(index in expanding for index, _ in self._processors):
+            raise ValueError(f"more than one expanding bind, or one with a processor: {self.sql}")
+        self._expand_at = expanding[0] if expanding else None
+        self._compiled = compiled
+        self._sql_by_length: dict[int, str] = {}
 
     @property
     def processed(self) -> tuple[str, ...]:
@@ -75,6 +85,36 @@ class Compiled:
             if out[index] is not None:
                 out[index] = process(out[index])
         return tuple(out)
+
+    def bound(self, params: dict[str, Any]) -> tuple[str, tuple[Any, ...]]:
+        """The SQL and the driver's parameter tuple for one execution with ``params``."""
+        values = self.values(params)
+        at = self._expand_at
+        if at is None:
+            return self.sql, values
+        listed = tuple(values[at])
+        sql = self._sql_by_length.get(len(listed))
+        if sql is None:  # SQLAlchemy's own rendering, once per length
+            sql = self._sql_by_length[len(listed)] = self._expanded_sql(params, len(listed))
+        return sql, values[:at] + listed + values[at + 1 :]
+
+    def _expanded_sql(self, params: dict[str, Any], length: int) -> str:
+        """The SQL SQLAlchemy renders for the expanding bind holding ``length`` values.
+
+        Raises:
+            RuntimeError: SQLAlchemy placed the expanded values elsewhere than the list's
+                slot, where :meth:`bound` splices them (checked, so a change of SQLAlchemy
+                cannot bind the values to the wrong placeholders).
+        """
+        at = self._expand_at
+        assert at is not None
+        state = self._compiled.construct_expanded_state({**self._defaults, **params})
+        name = self.order[at]
+        placed = list(state.positiontup or ())
+        expected = [*self.order[:at], *(f"{name}_{n}" for n in range(1, length + 1))]
+        if placed != [*expected, *self.order[at + 1 :]]:
+            raise RuntimeError(f"SQLAlchemy expanded {name!r} unlike Compiled.bound")
+        return state.statement
 
 
 def sqlite_timestamp(value: datetime) -> str:
@@ -118,7 +158,7 @@ def execute(conn: sqlite3.Connection, statement: Statement, params: Params) -> S
     if isinstance(params, list):
         cursor = conn.executemany(compiled.sql, [compiled.values(p) for p in params])
         return StepResult([], max(cursor.rowcount, 0))
-    cursor = conn.execute(compiled.sql, compiled.values(params))
+    cursor = conn.execute(*compiled.bound(params))
     if cursor.description is None:
         return StepResult([], max(cursor.rowcount, 0))
     names = [column[0] for column in cursor.description]
