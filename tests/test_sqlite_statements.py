@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable
+from contextlib import closing
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, select, update
 
+from memstore import MemoryLimits, MemoryStore, WordEstimator
+from memstore.config import Settings
+from memstore.db import compaction, reads, sqlite_writer
 from memstore.db.compaction import MARK_REMOVED
-from memstore.db.sqlite_statements import _DIALECT, Compiled
+from memstore.db.sqlite_statements import _DIALECT, Compiled, execute
 from memstore.db.tables import items
+from memstore.policy import plan_compaction
 
 
 def params(ids: list[str]) -> dict[str, object]:
@@ -32,6 +40,19 @@ def test_the_sql_is_rendered_once_per_length() -> None:
     assert compiled.bound(params(["c", "d", "e"]))[0] is not first
 
 
+def test_an_expanding_statement_is_never_run_as_executemany(tmp_path: Path) -> None:
+    with closing(sqlite3.connect(tmp_path / "x.db")) as conn, pytest.raises(ValueError) as raised:
+        execute(conn, MARK_REMOVED, [params(["a"]), params(["b"])])
+    assert "executemany of a statement with an expanding bind" in str(raised.value)
+
+
+def test_an_expanding_bind_with_a_type_processor_is_refused() -> None:
+    """Each value would need converting after the splice: refused rather than sent raw."""
+    stamped = select(items.c.id).where(items.c.created_at.in_(bindparam("at", expanding=True)))
+    with pytest.raises(ValueError, match="an expanding bind with a type processor"):
+        Compiled(stamped)
+
+
 def test_a_statement_with_two_expanding_binds_is_refused() -> None:
     twice = select(items.c.id).where(
         items.c.id.in_(bindparam("a", expanding=True)),
@@ -41,16 +62,77 @@ def test_a_statement_with_two_expanding_binds_is_refused() -> None:
         Compiled(twice)
 
 
-def test_values_expanded_elsewhere_than_the_lists_slot_are_refused() -> None:
+MIDDLE = (
+    update(items)
+    .where(items.c.id.in_(bindparam("ids", expanding=True)), items.c.seq > bindparam("after"))
+    .values(fate=bindparam("fate"), removed_by=bindparam("number"))
+)
+MIDDLE_PARAMS = {"ids": ["a", "b", "c"], "after": 7, "fate": "evicted", "number": 2}
+
+
+def test_binds_after_the_expanding_one_keep_their_places() -> None:
+    theirs = MIDDLE.compile(dialect=_DIALECT).construct_expanded_state(MIDDLE_PARAMS)
+    ours = Compiled(MIDDLE).bound(MIDDLE_PARAMS)
+    assert ours == (theirs.statement, tuple(theirs.positional_parameters))
+    assert ours[1] == ("evicted", 2, "a", "b", "c", 7)
+
+
+@pytest.mark.parametrize(
+    "misplace",
+    [
+        lambda names: [names[-1], *names[:-1]],  # a value before the list moved
+        lambda names: [*names[:-2], names[-1], names[-2]],  # the bind after the list moved
+        lambda names: names[:-1],  # the bind after the list gone
+    ],
+    ids=["head", "tail", "missing"],
+)
+def test_values_expanded_elsewhere_than_the_lists_slot_are_refused(
+    misplace: Callable[[list[str]], list[str]],
+) -> None:
     """If SQLAlchemy ever rendered the list away from its slot, splicing the values there
     would bind them to the wrong placeholders: that is checked, not assumed."""
-    compiled = Compiled(MARK_REMOVED)
-    real = compiled._compiled.construct_expanded_state(params(["a", "b"]))
-    moved = [*real.positiontup[-1:], *real.positiontup[:-1]]
+    compiled = Compiled(MIDDLE)
+    real = compiled._compiled.construct_expanded_state(MIDDLE_PARAMS)
     compiled._compiled = SimpleNamespace(  # type: ignore[assignment]
         construct_expanded_state=lambda _: SimpleNamespace(
-            statement=real.statement, positiontup=moved
+            statement=real.statement, positiontup=misplace(list(real.positiontup))
         )
     )
-    with pytest.raises(RuntimeError, match="expanded 'item_ids'"):
-        compiled.bound(params(["a", "b"]))
+    with pytest.raises(RuntimeError, match="expanded 'ids'"):
+        compiled.bound(MIDDLE_PARAMS)
+
+
+async def test_a_compaction_of_more_ids_than_sqlites_oldest_parameter_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite builds before 3.32 allow 999 parameters a statement: 1,100 items marked at once
+    would not bind there; in chunks of MARK_CHUNK they do."""
+
+    def limited(path: Path, settings: Settings) -> sqlite3.Connection:
+        conn = real_connect(path, settings)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
+        return conn
+
+    real_connect = sqlite_writer.connect
+    monkeypatch.setattr(sqlite_writer, "connect", limited)
+    limits = MemoryLimits(hard=100_000, target=30, keep_recent=1)
+    async with MemoryStore.open(tmp_path / "m.db") as store:
+        memory = store.session("big", limits=limits, estimator=WordEstimator())
+        for i in range(1_101):
+            await memory.add("user", f"item {i}")
+        too_many = pytest.raises(sqlite3.OperationalError, match="too many SQL variables")
+        with closing(limited(tmp_path / "m.db", Settings())) as probe, too_many:  # it bites
+            probe.execute(f"SELECT {', '.join('?' * 1000)}", [0] * 1000)
+        token = await compaction.acquire_lease(store.database, "big", "w", 10.0, 100.0)
+        assert token is not None
+        snap = await reads.snapshot(store.database, "big")
+        assert snap is not None
+        plan = plan_compaction(snap, limits, WordEstimator().count, lambda p, i: "s", force=True)
+        assert len(plan.summarized) == 1_100 > compaction.MARK_CHUNK
+        ctx = compaction.CommitContext(
+            "w", token, "manual", "t", limits, "h", 1, reads.utcnow(), 0.0, 1
+        )
+        report = await compaction.commit_compaction(store.database, plan, ctx)
+        assert report.items_summarized == 1_100
+        assert len(await memory.forgotten_items()) == 1_100
+        assert await store.check() == []

@@ -32,8 +32,13 @@ class Compiled:
     type processor.
 
     A statement may have one expanding bind (``column.in_(bindparam(name, expanding=True))``,
-    a list of values): :meth:`bound` renders its SQL for the list's length, as SQLAlchemy
-    would, and caches it per length.
+    a list of values, with no type processor): :meth:`bound` renders its SQL for the list's
+    length, as SQLAlchemy would, and caches it per length. The cache holds one string per
+    length ever bound, so callers bound the length (a compaction sends ids in chunks of
+    ``MARK_CHUNK``); the first rendering of a length costs about 1.6 ms for 500 values here.
+
+    Raises:
+        ValueError: the statement has more than one expanding bind, or one with a processor.
     """
 
     def __init__(self, statement: Statement) -> None:
@@ -57,11 +62,18 @@ class Compiled:
         ]
         self._get = operator.itemgetter(*self.order) if len(self.order) > 1 else None
         expanding = [index for index, bind in enumerate(binds) if bind.expanding]
-        if len(expanding) > 1 or any(index in expanding for index, _ in self._processors):
-            raise ValueError(f"more than one expanding bind, or one with a processor: {self.sql}")
+        if len(expanding) > 1:
+            raise ValueError(f"more than one expanding bind: {self.sql}")
+        if any(index in expanding for index, _ in self._processors):
+            raise ValueError(f"an expanding bind with a type processor: {self.sql}")
         self._expand_at = expanding[0] if expanding else None
         self._compiled = compiled
         self._sql_by_length: dict[int, str] = {}
+
+    @property
+    def expanding(self) -> bool:
+        """Whether the statement has an expanding bind (its SQL is rendered per length)."""
+        return self._expand_at is not None
 
     @property
     def processed(self) -> tuple[str, ...]:
@@ -156,6 +168,8 @@ def execute(conn: sqlite3.Connection, statement: Statement, params: Params) -> S
     """Run ``statement`` with ``params`` (a dict, or a list of dicts for ``executemany``)."""
     compiled = compile_once(statement)
     if isinstance(params, list):
+        if compiled.expanding:  # its SQL depends on each row's list: one execution each
+            raise ValueError(f"executemany of a statement with an expanding bind: {compiled.sql}")
         cursor = conn.executemany(compiled.sql, [compiled.values(p) for p in params])
         return StepResult([], max(cursor.rowcount, 0))
     cursor = conn.execute(*compiled.bound(params))
