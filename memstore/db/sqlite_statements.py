@@ -107,19 +107,18 @@ class Compiled:
         listed = tuple(values[at])
         sql = self._sql_by_length.get(len(listed))
         if sql is None:  # SQLAlchemy's own rendering, once per length
-            sql = self._sql_by_length[len(listed)] = self._expanded_sql(params, len(listed))
+            sql = self._sql_by_length[len(listed)] = self._expanded_sql(params, at, len(listed))
         return sql, values[:at] + listed + values[at + 1 :]
 
-    def _expanded_sql(self, params: dict[str, Any], length: int) -> str:
-        """The SQL SQLAlchemy renders for the expanding bind holding ``length`` values.
+    def _expanded_sql(self, params: dict[str, Any], at: int, length: int) -> str:
+        """The SQL SQLAlchemy renders for the expanding bind (parameter ``at``) holding
+        ``length`` values.
 
         Raises:
             RuntimeError: SQLAlchemy placed the expanded values elsewhere than the list's
                 slot, where :meth:`bound` splices them (checked, so a change of SQLAlchemy
                 cannot bind the values to the wrong placeholders).
         """
-        at = self._expand_at
-        assert at is not None
         state = self._compiled.construct_expanded_state({**self._defaults, **params})
         name = self.order[at]
         placed = list(state.positiontup or ())

@@ -10,9 +10,10 @@ outcome, or raises to abort (nothing it did is kept). Two drivers run such gener
   commits waiting generators together (group commit), each in its own SAVEPOINT: on the
   event loop's own thread when nothing else is writing, else on its thread.
 
-Parameters are a dict (one execution) or a list of dicts (``executemany``). Statements must
-be module-level constants: the SQLite driver compiles each one once and caches it. A factory
-may also offer the SQLite writer a shortcut for its common case (``run_sqlite``; see
+Parameters are a dict (one execution; it may hold the list of values of one expanding ``IN``
+bind) or a list of dicts (``executemany``). Statements must be module-level constants: the
+SQLite driver compiles each one once and caches it. A factory may also offer the SQLite
+writer a shortcut for its common case (``run_sqlite``; see
 :func:`memstore.db.sqlite_writer.run_job`): appends do.
 """
 
