@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from conftest import table_counts
 from sqlalchemy import update
 
 from memstore import CompactionConflictError, MemoryLimits, MemoryStore, WordEstimator
-from memstore.db import compaction, reads
+from memstore.config import Settings
+from memstore.db import compaction, reads, sqlite_writer
 from memstore.db.compaction import CommitContext
 from memstore.db.tables import items
 from memstore.model import Fate
 from memstore.policy import CompactionPlan, plan_compaction
 
-LIMITS = MemoryLimits(hard=10_000, target=30, keep_recent=1)
+#: Compactions here are forced: filling a session never reaches the hard limit.
+LIMITS = MemoryLimits(hard=100_000, target=30, keep_recent=1)
 
 
 @pytest.fixture
@@ -163,3 +168,30 @@ async def test_an_item_removed_outside_the_compaction_rolls_the_commit_back(
     assert (await table_counts(store), await store.session_info("p")) == before
     memory = store.session("p", limits=LIMITS, estimator=WordEstimator())
     assert [item.removed_by for item in await memory.forgotten_items()] == [None]
+
+
+async def test_a_compaction_of_more_ids_than_sqlites_oldest_parameter_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite builds before 3.32 allow 999 parameters a statement: 1,100 items marked at once
+    would not bind there; in chunks of MARK_CHUNK they do."""
+
+    def limited(path: Path, settings: Settings) -> sqlite3.Connection:
+        conn = real_connect(path, settings)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
+        return conn
+
+    real_connect = sqlite_writer.connect
+    monkeypatch.setattr(sqlite_writer, "connect", limited)
+    async with MemoryStore.open(tmp_path / "m.db") as store:
+        await filled(store, 1_101)
+        too_many = pytest.raises(sqlite3.OperationalError, match="too many SQL variables")
+        with closing(limited(tmp_path / "m.db", Settings())) as probe, too_many:  # it bites
+            probe.execute(f"SELECT {', '.join('?' * 1000)}", [0] * 1000)
+        token, plan = await plan_as(store, "w1", 100.0)
+        assert len(plan.summarized) == 1_100 > compaction.MARK_CHUNK
+        report = await compaction.commit_compaction(store.database, plan, ctx("w1", token))
+        assert report.items_summarized == 1_100
+        memory = store.session("p", limits=LIMITS, estimator=WordEstimator())
+        assert len(await memory.forgotten_items()) == 1_100
+        assert await store.check() == []

@@ -11,13 +11,9 @@ from types import SimpleNamespace
 import pytest
 from sqlalchemy import bindparam, select, update
 
-from memstore import MemoryLimits, MemoryStore, WordEstimator
-from memstore.config import Settings
-from memstore.db import compaction, reads, sqlite_writer
 from memstore.db.compaction import MARK_REMOVED
 from memstore.db.sqlite_statements import _DIALECT, Compiled, execute
 from memstore.db.tables import items
-from memstore.policy import plan_compaction
 
 
 def params(ids: list[str]) -> dict[str, object]:
@@ -100,39 +96,3 @@ def test_values_expanded_elsewhere_than_the_lists_slot_are_refused(
     )
     with pytest.raises(RuntimeError, match="expanded 'ids'"):
         compiled.bound(MIDDLE_PARAMS)
-
-
-async def test_a_compaction_of_more_ids_than_sqlites_oldest_parameter_limit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """SQLite builds before 3.32 allow 999 parameters a statement: 1,100 items marked at once
-    would not bind there; in chunks of MARK_CHUNK they do."""
-
-    def limited(path: Path, settings: Settings) -> sqlite3.Connection:
-        conn = real_connect(path, settings)
-        conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
-        return conn
-
-    real_connect = sqlite_writer.connect
-    monkeypatch.setattr(sqlite_writer, "connect", limited)
-    limits = MemoryLimits(hard=100_000, target=30, keep_recent=1)
-    async with MemoryStore.open(tmp_path / "m.db") as store:
-        memory = store.session("big", limits=limits, estimator=WordEstimator())
-        for i in range(1_101):
-            await memory.add("user", f"item {i}")
-        too_many = pytest.raises(sqlite3.OperationalError, match="too many SQL variables")
-        with closing(limited(tmp_path / "m.db", Settings())) as probe, too_many:  # it bites
-            probe.execute(f"SELECT {', '.join('?' * 1000)}", [0] * 1000)
-        token = await compaction.acquire_lease(store.database, "big", "w", 10.0, 100.0)
-        assert token is not None
-        snap = await reads.snapshot(store.database, "big")
-        assert snap is not None
-        plan = plan_compaction(snap, limits, WordEstimator().count, lambda p, i: "s", force=True)
-        assert len(plan.summarized) == 1_100 > compaction.MARK_CHUNK
-        ctx = compaction.CommitContext(
-            "w", token, "manual", "t", limits, "h", 1, reads.utcnow(), 0.0, 1
-        )
-        report = await compaction.commit_compaction(store.database, plan, ctx)
-        assert report.items_summarized == 1_100
-        assert len(await memory.forgotten_items()) == 1_100
-        assert await store.check() == []
