@@ -97,13 +97,18 @@ async def _schema_and_session(path: Path) -> None:
         await memory.add("user", "warm-up")
 
 
-async def memstore_sql_only(path: Path, texts: list[str]) -> float:
+async def memstore_sql_only(
+    path: Path, texts: list[str], commit_seconds: list[float] | None = None
+) -> float:
     """Seconds for the SQL of memstore's appends alone: the shortcut's two statements with
     every parameter prepared before the clock starts (ids, timestamps, counts), on a plain
     connection as in :func:`memstore_floor`.
 
     No Python of memstore's runs between two commits, so this is what the schema (the cached
-    totals, the indexes) and the fsync cost: the limit of every line above it.
+    totals, the indexes) and the fsync cost: the limit of every line above it. Given a list,
+    ``commit_seconds`` also gets each append's own time, from the end of the one before to
+    the end of its COMMIT (a checkpoint that the COMMIT ran included), so that they add up to
+    the total (``benchmarks/wal_costs.py``).
     """
     await _schema_and_session(path)
     bump_sql, insert_sql, timestamp = _sqlite_statements()
@@ -121,7 +126,8 @@ async def memstore_sql_only(path: Path, texts: list[str]) -> float:
         _ITEM_INSERT_COLUMNS.index("added_version"),
     )
     conn = connect(path, Settings())  # as the writer's own
-    start = time.perf_counter()
+    clock = time.perf_counter
+    start = began = clock()
     for bump, ins in zip(bumps, inserts, strict=True):
         conn.execute("BEGIN IMMEDIATE")
         version, seq, *_ = conn.execute(bump_sql, bump).fetchall()[0]
@@ -129,7 +135,11 @@ async def memstore_sql_only(path: Path, texts: list[str]) -> float:
         row[seq_at], row[version_at] = seq, version
         conn.execute(insert_sql, row)
         conn.execute("COMMIT")
-    elapsed = time.perf_counter() - start
+        if commit_seconds is not None:
+            ended = clock()
+            commit_seconds.append(ended - began)
+            began = ended
+    elapsed = clock() - start
     conn.close()
     return elapsed
 
