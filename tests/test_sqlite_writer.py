@@ -6,6 +6,7 @@ import asyncio
 import ctypes
 import os
 import signal
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +15,9 @@ import pytest
 from memstore import IdempotencyConflictError, MemoryLimits, MemoryStore, WordEstimator
 from memstore.config import Settings
 from memstore.db import sqlite_writer
+from memstore.db.append import Append, NewItem
+from memstore.errors import StorageError
+from memstore.model import MemoryKind, MemoryRole, Priority
 
 LIMITS = MemoryLimits(hard=10**9, target=10**8, keep_recent=4)
 
@@ -142,28 +146,69 @@ async def test_a_missing_bind_parameter_is_an_error_not_a_null(db_path: Path) ->
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
-async def test_a_writer_whose_thread_stopped_is_replaced(
-    db_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A writer thread that stops by itself (a bug) is not used again: the next write gets a
-    new writer instead of a queue that nobody reads."""
+async def test_a_writer_whose_thread_stopped_is_replaced(db_path: Path) -> None:
+    """A writer thread that stopped by itself (not by ``close()``) is not used again: the
+    next write gets a new writer instead of a queue that nobody reads; and a write that meets
+    the old writer all the same (it asked ``usable`` just before the thread stopped) is told
+    at once that it never ran."""
     async with MemoryStore.open(db_path, settings=Settings(sqlite_loop_commit_ms=0)) as store:
         memory = store.session("s", estimator=WordEstimator(), limits=LIMITS)
         await memory.add("user", "first")  # by the thread (no commits on the loop)
         writer = store.database.writer()
         assert writer is not None and writer.usable
-
-        def stop(self: sqlite_writer.SqliteWriter) -> object:
-            raise SystemExit  # ends the thread, silently
-
-        monkeypatch.setattr(sqlite_writer.SqliteWriter, "_next_batch", stop)
-        await memory.add("user", "second")  # answered; then the thread asks for more, and stops
+        writer._jobs.put(None)  # its stop signal, with no close(): it stops by itself
         writer._thread.join(10)
         assert not writer._thread.is_alive() and not writer.usable
-        monkeypatch.undo()
-        item = await asyncio.wait_for(memory.add("user", "third"), timeout=10)
+        late = NewItem(MemoryRole.USER, MemoryKind.USER_MESSAGE, Priority.NORMAL, "late", 1)
+        with pytest.raises(StorageError, match="nothing was written"):
+            await asyncio.wait_for(writer.run(Append("s", "words", LIMITS, late)), timeout=10)
+        item = await asyncio.wait_for(memory.add("user", "second"), timeout=10)
         assert store.database.writer() is not writer
-        assert [i.content for i in await memory.items()] == ["first", "second", item.content]
+        assert [i.content for i in await memory.items()] == ["first", item.content]
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the bug
+async def test_writes_queued_for_a_thread_that_dies_are_answered(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer thread that dies by itself (a bug) answers the writes still queued for it,
+    none of which ran: no caller waits forever, and the next write gets a new writer."""
+    async with MemoryStore.open(db_path, settings=Settings(sqlite_loop_commit_ms=0)) as store:
+        memory = store.session("s", estimator=WordEstimator(), limits=LIMITS)
+        await memory.add("user", "first")
+        writer = store.database.writer()
+        assert writer is not None
+        inside, release = threading.Event(), threading.Event()
+        commit = sqlite_writer.SqliteWriter._begin_and_commit
+
+        def held(self, conn, writes):  # type: ignore[no-untyped-def]
+            inside.set()
+            release.wait(10)
+            return commit(self, conn, writes)
+
+        def die(self: sqlite_writer.SqliteWriter) -> object:
+            raise RuntimeError("a bug in the writer thread")
+
+        monkeypatch.setattr(sqlite_writer.SqliteWriter, "_begin_and_commit", held)
+        second = asyncio.create_task(memory.add("user", "second"))
+        assert await asyncio.to_thread(inside.wait, 10)  # the thread is committing "second"
+        monkeypatch.setattr(sqlite_writer.SqliteWriter, "_next_batch", die)  # then it dies
+        third = asyncio.create_task(memory.add("user", "third"))
+        for _ in range(100):  # until "third" waits in the queue, behind "second"
+            if writer._thread_jobs == 2:
+                break
+            await asyncio.sleep(0)
+        assert writer._thread_jobs == 2
+        release.set()
+        assert (await asyncio.wait_for(second, timeout=10)).content == "second"
+        with pytest.raises(StorageError, match="nothing was written"):
+            await asyncio.wait_for(third, timeout=10)
+        writer._thread.join(10)
+        assert not writer.usable and writer._thread_jobs == 0
+        monkeypatch.undo()
+        await memory.add("user", "fourth")
+        assert [i.content for i in await memory.items()] == ["first", "second", "fourth"]
+        assert await store.check() == []
 
 
 def _fork_in_c() -> int:

@@ -57,7 +57,7 @@ from memstore.db.loop_commits import LoopCommits
 from memstore.db.sqlite_statements import execute
 from memstore.db.steps import StepsFactory, T
 from memstore.db.tick import may_be_joined
-from memstore.db.writer_jobs import Job, answer_all, unknown_outcome
+from memstore.db.writer_jobs import Job, answer_all, never_ran, take_queued, unknown_outcome
 from memstore.errors import StorageError
 
 #: Writes committed together at most: bounds one transaction's lock time and memory.
@@ -270,10 +270,19 @@ class SqliteWriter:
         return batch, rest
 
     def _queue(self, batch: list[Job]) -> None:
-        """Give jobs to the thread (the caller holds ``_lock``)."""
+        """Give jobs to the thread (the caller holds ``_lock``).
+
+        If the thread has stopped by itself (a bug: only ``close()`` stops it otherwise), the
+        jobs are answered at once with a :class:`StorageError` instead: nobody would read them,
+        and their callers would wait forever. A caller can meet such a writer between asking
+        whether it is ``usable`` and queueing; the next write gets a new writer.
+        """
         # Never after the stop signal: the thread would not see them, their callers would
         # wait forever. (close() sends it only once no leader holds jobs.)
         assert not self._stop_sent
+        if not self._serving:
+            answer_all(batch, [(never_ran(), True) for _ in batch])
+            return
         self._thread_jobs += len(batch)
         for job in batch:
             self._jobs.put(job)
@@ -360,7 +369,14 @@ class SqliteWriter:
                     self._thread_jobs -= len(batch)
                 answer_all(batch, outcomes)
         finally:  # however the thread stops: a new writer replaces this one (writer_for),
-            self._serving = False  # and a close() waiting for it is told
+            with self._lock:  # and a close() waiting for it is told
+                self._serving = False  # from here on _queue answers jobs itself
+                # Jobs queued since the last batch, if the thread stopped by itself (a bug):
+                # never run, so nothing of theirs was written. (After close()'s stop signal
+                # there are none: it comes after every job.)
+                orphans = take_queued(self._jobs)
+                self._thread_jobs -= len(orphans)
+            answer_all(orphans, [(never_ran(), True) for _ in orphans])
             try:
                 if conn is not None:
                     conn.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import queue
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +55,25 @@ def unknown_outcome(interruption: BaseException) -> StorageError:
     error = StorageError("the commit was interrupted: the write may or may not be stored")
     error.__cause__ = interruption
     return error
+
+
+def never_ran() -> StorageError:
+    """What a caller hears whose write was queued to a writer thread that had stopped."""
+    return StorageError(
+        "the SQLite writer thread stopped before this write ran: nothing was written"
+    )
+
+
+def take_queued(jobs: queue.SimpleQueue[Job | None]) -> list[Job]:
+    """Empty a writer thread's queue: the jobs it held (a stop signal, ``None``, is dropped)."""
+    taken: list[Job] = []
+    while True:
+        try:
+            job = jobs.get_nowait()
+        except queue.Empty:
+            return taken
+        if job is not None:
+            taken.append(job)
 
 
 def _deliver(future: asyncio.Future[Any], outcome: Any, failed: bool) -> None:
