@@ -98,17 +98,19 @@ async def _schema_and_session(path: Path) -> None:
 
 
 async def memstore_sql_only(
-    path: Path, texts: list[str], commit_seconds: list[float] | None = None
+    path: Path, texts: list[str], on_append: Callable[[float], object] | None = None
 ) -> float:
     """Seconds for the SQL of memstore's appends alone: the shortcut's two statements with
     every parameter prepared before the clock starts (ids, timestamps, counts), on a plain
     connection as in :func:`memstore_floor`.
 
     No Python of memstore's runs between two commits, so this is what the schema (the cached
-    totals, the indexes) and the fsync cost: the limit of every line above it. Given a list,
-    ``commit_seconds`` also gets each append's own time, from the end of the one before to
-    the end of its COMMIT (a checkpoint that the COMMIT ran included), so that they add up to
-    the total (``benchmarks/wal_costs.py``).
+    totals, the indexes) and the fsync cost: the limit of every line above it.
+
+    ``on_append``, if given, is called after each COMMIT with that append's own time, from
+    the end of the one before (and of its call) to the end of its COMMIT, a checkpoint that
+    the COMMIT ran included; but for those calls, the times add up to the run
+    (``benchmarks/wal_costs.py``).
     """
     await _schema_and_session(path)
     bump_sql, insert_sql, timestamp = _sqlite_statements()
@@ -135,10 +137,10 @@ async def memstore_sql_only(
         row[seq_at], row[version_at] = seq, version
         conn.execute(insert_sql, row)
         conn.execute("COMMIT")
-        if commit_seconds is not None:
+        if on_append is not None:
             ended = clock()
-            commit_seconds.append(ended - began)
-            began = ended
+            on_append(ended - began)
+            began = clock()
     elapsed = clock() - start
     conn.close()
     return elapsed

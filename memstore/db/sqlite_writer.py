@@ -74,12 +74,10 @@ LOOP_MAX_SIZE = 256 << 10
 #: here). A process's WAL is new on every start, so the sooner it reaches its working size the
 #: better: after about 50 single appends (an append writes five to seven pages). Measured as
 #: section (1) of ``benchmarks/suite.py`` does, 7 interleaved rounds: 1000 -> 300 pages took
-#: 300 durable appends on a new WAL from 402 to 335 us each, and 2,000 appends from 341 to
-#: 324 us; 100 and 200 were within the noise of 300, and 50 cost more (366 us). Longer runs
-#: favour longer intervals, as ``benchmarks/wal_costs.py --pages 300,1000`` shows: each
-#: checkpoint costs 2-3 ms in its COMMIT and about a plain commit more in the next, 12-20% of
-#: 2,000 appends at 300 pages, 8% at 1000 (mean append 399 against 376 us), but at 300
-#: appends 1000 pages cost more (506 against 448 us), the new WAL growing for longer.
+#: 300 durable appends on a new WAL from 402 to 335 us each; 100 and 200 were within the noise
+#: of 300, and 50 cost more (366 us). Over thousands of appends the trade turns, each
+#: checkpoint costing about 2 ms: at 1000 pages 2,000 appends took 4-7% less (an earlier run
+#: had shown the reverse, 341 against 324 us; ``benchmarks/wal_costs.py --pages 300,1000``).
 CHECKPOINT_FRAMES = 300
 #: ``PRAGMA journal_size_limit``, in bytes: twice the WAL's working size at 4 KiB pages. A WAL
 #: file larger than this means a checkpoint fell behind (a reader held a snapshot): the loop
