@@ -3,7 +3,7 @@
 Also the helpers every section shares (``Row``, ``timed``, the settings under test). Besides
 the contenders the issue names, one line measures the floor of memstore's own design on this
 disk: the very statements of an append (:class:`memstore.db.append.Append`, run by the SQLite
-writer's :func:`~memstore.db.sqlite_writer.run_job`, its shortcut included) on a plain
+writer's :func:`~memstore.db.sqlite_statements.run_job`, its shortcut included) on a plain
 ``sqlite3`` connection with memstore's settings and checkpoint interval, in a synchronous
 loop. What memstore costs above it is its async write path (input validation, the writer's
 gathering of concurrent writes, futures, the first commits a new writer leaves to its thread);
@@ -36,7 +36,8 @@ from memstore.db.append import (
     _insert_values,
     _sqlite_statements,
 )
-from memstore.db.sqlite_writer import connect, run_job
+from memstore.db.sqlite_statements import run_job
+from memstore.db.sqlite_writer import connect
 from memstore.model import MemoryKind, MemoryRole, Priority
 
 SYNC = DEFAULT_SQLITE_SYNCHRONOUS

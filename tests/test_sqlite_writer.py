@@ -16,6 +16,7 @@ from memstore import IdempotencyConflictError, MemoryLimits, MemoryStore, WordEs
 from memstore.config import Settings
 from memstore.db import sqlite_writer
 from memstore.db.append import Append, NewItem
+from memstore.db.writer_jobs import Job
 from memstore.errors import StorageError
 from memstore.model import MemoryKind, MemoryRole, Priority
 
@@ -145,7 +146,6 @@ async def test_a_missing_bind_parameter_is_an_error_not_a_null(db_path: Path) ->
         assert [item.content for item in await memory.items()] == ["the only item"]
 
 
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 async def test_a_writer_whose_thread_stopped_is_replaced(db_path: Path) -> None:
     """A writer thread that stopped by itself (not by ``close()``) is not used again: the
     next write gets a new writer instead of a queue that nobody reads; and a write that meets
@@ -209,6 +209,75 @@ async def test_writes_queued_for_a_thread_that_dies_are_answered(
         await memory.add("user", "fourth")
         assert [i.content for i in await memory.items()] == ["first", "second", "fourth"]
         assert await store.check() == []
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the bug
+@pytest.mark.parametrize("where", ["taking", "answering"])
+async def test_writes_in_the_hands_of_a_thread_that_dies_are_answered(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """A writer thread that dies by itself (a bug) with writes in its hands answers them
+    too, that they may or may not be stored: it dies having taken them from the queue (so
+    they never ran), or having committed them but before answering (so they are stored)."""
+    take = sqlite_writer.SqliteWriter._next_batch
+    answer = sqlite_writer.answer_all
+    batches = 0  # the thread's, counted from its start: the first is "first"'s
+
+    def take_then_die(self: sqlite_writer.SqliteWriter, batch: list[Job]) -> bool:
+        nonlocal batches
+        batches += 1
+        if batches == 1:
+            return take(self, batch)
+        batch.append(self._jobs.get())
+        raise RuntimeError("a bug in the writer thread")
+
+    def die_answering(batch: list[Job], outcomes: list[tuple[object, bool]]) -> None:
+        nonlocal batches
+        if threading.current_thread().name == "memstore-writer":
+            batches += 1
+            if batches == 2:
+                raise RuntimeError("a bug in the writer thread")
+        answer(batch, outcomes)
+
+    if where == "taking":  # patched before the thread starts: it takes "first" as usual
+        monkeypatch.setattr(sqlite_writer.SqliteWriter, "_next_batch", take_then_die)
+    else:
+        monkeypatch.setattr(sqlite_writer, "answer_all", die_answering)
+    async with MemoryStore.open(db_path, settings=Settings(sqlite_loop_commit_ms=0)) as store:
+        memory = store.session("s", estimator=WordEstimator(), limits=LIMITS)
+        await memory.add("user", "first")
+        writer = store.database.writer()
+        assert writer is not None
+        with pytest.raises(StorageError, match="may or may not be stored"):
+            await asyncio.wait_for(memory.add("user", "second"), timeout=10)
+        writer._thread.join(10)
+        assert not writer.usable and writer._thread_jobs == 0
+        monkeypatch.undo()
+        await memory.add("user", "third")
+        stored = [i.content for i in await memory.items()]
+        assert stored == (["first", "third"] if where == "taking" else ["first", "second", "third"])
+        assert await store.check() == []
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the bug
+async def test_a_thread_that_fails_to_answer_as_it_stops_still_reports_stopping(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever happens while the thread answers what it leaves, it closes its connection and
+    tells close() that it stopped: a store's close() never waits for it forever."""
+    async with MemoryStore.open(db_path, settings=Settings(sqlite_loop_commit_ms=0)) as store:
+        await store.session("s", estimator=WordEstimator(), limits=LIMITS).add("user", "first")
+        writer = store.database.writer()
+        assert writer is not None
+
+        def broken(jobs: object) -> list[Job]:
+            raise RuntimeError("a bug while the thread stops")
+
+        monkeypatch.setattr(sqlite_writer, "take_queued", broken)
+        writer._jobs.put(None)
+        writer._thread.join(10)
+        assert not writer._thread.is_alive() and writer._stopped.done()
+        assert not writer.usable
 
 
 def _fork_in_c() -> int:

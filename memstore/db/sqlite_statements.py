@@ -4,7 +4,7 @@ The SQLite writer (:mod:`memstore.db.sqlite_writer`) runs the step generators of
 :mod:`memstore.db.steps` on plain ``sqlite3`` connections. This module turns their Core
 statements into SQL and parameter tuples as SQLAlchemy's types would (bind processors
 included; UTC datetimes as text, :func:`sqlite_timestamp`), once per statement and process,
-and runs them.
+and runs them: one statement (:func:`execute`), or a whole write's (:func:`run_job`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.types import TypeEngine
 
-from memstore.db.steps import Params, Statement, StepResult
+from memstore.db.steps import Params, Statement, StepResult, StepsFactory, T
 from memstore.db.tables import UTCDateTime
 
 _DIALECT = sqlite_dialect.dialect(paramstyle="qmark")
@@ -177,3 +177,28 @@ def execute(conn: sqlite3.Connection, statement: Statement, params: Params) -> S
     names = [column[0] for column in cursor.description]
     fetched = cursor.fetchall()  # drain: a pending statement would block COMMIT
     return StepResult([dict(zip(names, row, strict=True)) for row in fetched], len(fetched))
+
+
+def run_job(conn: sqlite3.Connection, factory: StepsFactory[T]) -> T:
+    """Run one write's statements in the open transaction; return its outcome.
+
+    A write may offer a shortcut for its common case, ``factory.run_sqlite(conn)``
+    (:meth:`memstore.db.append.Append.run_sqlite`): its outcome, or ``None`` (nothing
+    written) when the step generator must run instead.
+    """
+    shortcut = getattr(factory, "run_sqlite", None)
+    if shortcut is not None:
+        try:
+            outcome: T | None = shortcut(conn)
+        except StopIteration as error:  # as PEP 479 turns one inside the generator: a Future
+            raise RuntimeError("a write raised StopIteration") from error  # refuses it
+        if outcome is not None:
+            return outcome
+    steps = factory("sqlite")
+    try:
+        statement, params = next(steps)
+        while True:
+            statement, params = steps.send(execute(conn, statement, params))
+    except StopIteration as done:
+        result: T = done.value
+        return result

@@ -29,9 +29,10 @@ guarantee is unchanged: each caller is answered after the COMMIT that made its w
 durable, with the same ``synchronous`` setting.
 
 Shortcuts: a write may offer ``run_sqlite(conn)`` for its common case, straight ``sqlite3``
-calls instead of its step generator (:func:`run_job`); an append does
-(:meth:`memstore.db.append.Append.run_sqlite`), being the write every turn of every worker
-makes. Either way it runs in the same transaction and savepoint, and is answered the same.
+calls instead of its step generator (:func:`~memstore.db.sqlite_statements.run_job`); an
+append does (:meth:`memstore.db.append.Append.run_sqlite`), being the write every turn of
+every worker makes. Either way it runs in the same transaction and savepoint, and is answered
+the same.
 
 Checkpoints: both connections checkpoint as SQLite does by itself, passively, inside the
 COMMIT that takes the WAL past a threshold, but at :data:`CHECKPOINT_FRAMES` pages instead of
@@ -54,10 +55,16 @@ from typing import Any
 from memstore.config import Settings
 from memstore.db.errors import classify, translate_errors
 from memstore.db.loop_commits import LoopCommits
-from memstore.db.sqlite_statements import execute
+from memstore.db.sqlite_statements import run_job
 from memstore.db.steps import StepsFactory, T
 from memstore.db.tick import may_be_joined
-from memstore.db.writer_jobs import Job, answer_all, never_ran, take_queued, unknown_outcome
+from memstore.db.writer_jobs import (
+    Job,
+    answer_all,
+    take_queued,
+    unknown_outcome,
+    writer_stopped,
+)
 from memstore.errors import StorageError
 
 #: Writes committed together at most: bounds one transaction's lock time and memory.
@@ -279,7 +286,7 @@ class SqliteWriter:
         # wait forever. (close() sends it only once no leader holds jobs.)
         assert not self._stop_sent
         if not self._serving:
-            answer_all(batch, [(never_ran(), True) for _ in batch])
+            answer_all(batch, [(writer_stopped(ran=False), True) for _ in batch])
             return
         self._thread_jobs += len(batch)
         for job in batch:
@@ -334,27 +341,32 @@ class SqliteWriter:
     def _connect(self) -> sqlite3.Connection:
         return connect(self._path, self._settings)
 
-    def _next_batch(self) -> tuple[list[Job], bool]:
-        """Wait for work, then take all that is queued: ``(jobs, stop?)``."""
-        batch: list[Job] = []
+    def _next_batch(self, batch: list[Job]) -> bool:
+        """Wait for work, then take all that is queued into ``batch``: whether to stop."""
         item = self._jobs.get()
         while True:
             if item is None:
-                return batch, True
+                return True
             batch.append(item)
             if len(batch) >= MAX_BATCH:
-                return batch, False
+                return False
             try:
                 item = self._jobs.get_nowait()
             except queue.Empty:
-                return batch, False
+                return False
 
     def _loop(self) -> None:
         conn: sqlite3.Connection | None = None
         stop = False
+        # The jobs in the thread's hands, from the moment they leave the queue until they are
+        # answered; ``counted`` while still in _thread_jobs. If the thread stops by itself (a
+        # bug) in between, the finally answers them: they may or may not have committed.
+        batch: list[Job] = []
+        counted = False
         try:
             while not stop:
-                batch, stop = self._next_batch()
+                batch, counted = [], True
+                stop = self._next_batch(batch)
                 try:
                     if conn is None:
                         with translate_errors():
@@ -365,21 +377,34 @@ class SqliteWriter:
                     outcomes = [(error, True)] * len(batch)
                 with self._lock:  # before the answers: a caller writing again may use the loop
                     self._thread_jobs -= len(batch)
+                    counted = False
                 answer_all(batch, outcomes)
+                batch = []
         finally:  # however the thread stops: a new writer replaces this one (writer_for),
-            with self._lock:  # and a close() waiting for it is told
-                self._serving = False  # from here on _queue answers jobs itself
-                # Jobs queued since the last batch, if the thread stopped by itself (a bug):
-                # never run, so nothing of theirs was written. (After close()'s stop signal
-                # there are none: it comes after every job.)
-                orphans = take_queued(self._jobs)
-                self._thread_jobs -= len(orphans)
-            answer_all(orphans, [(never_ran(), True) for _ in orphans])
-            try:
-                if conn is not None:
-                    conn.close()
+            try:  # and a close() waiting for it is told
+                self._answer_left(batch, counted)
             finally:
-                self._stopped.set_result(None)
+                try:
+                    if conn is not None:
+                        conn.close()
+                finally:
+                    self._stopped.set_result(None)
+
+    def _answer_left(self, in_hand: list[Job], counted: bool) -> None:
+        """As the thread stops: answer the jobs it leaves, if it stopped by itself (a bug).
+
+        Those in its hands may have committed; those still queued never ran. (After
+        ``close()``'s stop signal there are none of either: it comes after every job, and the
+        thread stops having answered all of them.) From here on ``_queue`` answers jobs
+        itself. A job answered already keeps its answer (``_deliver`` ignores a done future,
+        and answers reach each loop in order).
+        """
+        with self._lock:
+            self._serving = False
+            queued = take_queued(self._jobs)
+            self._thread_jobs -= len(queued) + (len(in_hand) if counted else 0)
+        answer_all(in_hand, [(writer_stopped(ran=True), True) for _ in in_hand])
+        answer_all(queued, [(writer_stopped(ran=False), True) for _ in queued])
 
     def _begin_and_commit(
         self, conn: sqlite3.Connection, writes: list[StepsFactory[Any]]
@@ -450,31 +475,6 @@ def connect(path: Path, settings: Settings) -> sqlite3.Connection:
     conn.execute(f"PRAGMA wal_autocheckpoint = {CHECKPOINT_FRAMES}")
     conn.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
     return conn
-
-
-def run_job(conn: sqlite3.Connection, factory: StepsFactory[T]) -> T:
-    """Run one write's statements in the open transaction; return its outcome.
-
-    A write may offer a shortcut for its common case, ``factory.run_sqlite(conn)``
-    (:meth:`memstore.db.append.Append.run_sqlite`): its outcome, or ``None`` (nothing
-    written) when the step generator must run instead.
-    """
-    shortcut = getattr(factory, "run_sqlite", None)
-    if shortcut is not None:
-        try:
-            outcome: T | None = shortcut(conn)
-        except StopIteration as error:  # as PEP 479 turns one inside the generator: a Future
-            raise RuntimeError("a write raised StopIteration") from error  # refuses it
-        if outcome is not None:
-            return outcome
-    steps = factory("sqlite")
-    try:
-        statement, params = next(steps)
-        while True:
-            statement, params = steps.send(execute(conn, statement, params))
-    except StopIteration as done:
-        result: T = done.value
-        return result
 
 
 def writer_for(path: Path, settings: Settings, current: SqliteWriter | None) -> SqliteWriter:

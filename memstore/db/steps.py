@@ -14,7 +14,7 @@ Parameters are a dict (one execution; it may hold the list of values of one expa
 bind) or a list of dicts (``executemany``). Statements must be module-level constants: the
 SQLite driver compiles each one once and caches it. A factory may also offer the SQLite
 writer a shortcut for its common case (``run_sqlite``; see
-:func:`memstore.db.sqlite_writer.run_job`): appends do.
+:func:`memstore.db.sqlite_statements.run_job`): appends do.
 """
 
 from __future__ import annotations

@@ -57,8 +57,14 @@ def unknown_outcome(interruption: BaseException) -> StorageError:
     return error
 
 
-def never_ran() -> StorageError:
-    """What a caller hears whose write was queued to a writer thread that had stopped."""
+def writer_stopped(ran: bool) -> StorageError:
+    """What a caller hears whose write a writer thread that stopped by itself (a bug) left
+    unanswered: ``ran`` if the thread had taken it (it may be stored), else it never ran."""
+    if ran:
+        return StorageError(
+            "the SQLite writer thread stopped while handling this write: "
+            "it may or may not be stored"
+        )
     return StorageError(
         "the SQLite writer thread stopped before this write ran: nothing was written"
     )
