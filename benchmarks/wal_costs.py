@@ -17,11 +17,12 @@ in ``memstore/db/sqlite_writer.py``), measured, not asserted:
    run. ``--pages`` compares checkpoint intervals, interleaved round by round.
 
 Which appends checkpointed is not guessed from their times (on a shared machine any append
-can be slow): after each append's time is taken, the WAL header's checkpoint sequence number
-is read (:func:`timed_appends`), on a descriptor opened once. It must be the same pass: the item
-ids are random, so the pages an append writes, and where the checkpoints fall, vary from one
-file to the next. The read changed neither the median nor the mean measurably (337 and 413 us
-without it, 340 and 399 us with it: 2,000 appends, 6 alternating files each).
+can be slow): after each append's time is taken, the WAL header's salt-1, which changes each
+time the WAL starts over, is read (:func:`timed_appends`), on a descriptor opened once (SQLite
+takes its locks on the database and ``-shm`` files, never on ``-wal``). It must be the same
+pass: the item ids are random, so the pages an append writes, and where the checkpoints fall,
+vary from one file to the next. The read changed neither the median nor the mean measurably
+(337 and 413 us without it, 340 and 399 us with it: 2,000 appends, 6 alternating files each).
 """
 
 from __future__ import annotations
@@ -42,9 +43,10 @@ from memstore.db import sqlite_writer
 
 #: One append's WAL frames: about six pages of 4 KiB, each with its 24-byte frame header.
 APPEND_BYTES = 6 * (4096 + 24)
-#: Where the WAL header keeps its checkpoint sequence number (a big-endian 32-bit count that
-#: SQLite increments each time the WAL starts over): https://sqlite.org/fileformat.html#walformat
-CHECKPOINT_SEQUENCE_AT = 12
+#: Where the WAL header keeps its salt-1, a big-endian 32-bit number that SQLite increments
+#: each time the WAL starts over (https://sqlite.org/fileformat.html#walformat). The checkpoint
+#: sequence number beside it changes too, but is counted by each connection for itself.
+SALT_1_AT = 16
 
 
 def fdatasync_costs(writes: int, rounds: int) -> list[Row]:
@@ -78,7 +80,7 @@ def timed_appends(texts: list[str]) -> tuple[list[float], list[int]]:
     """Append ``texts`` to a new file: each append's seconds, and the indexes of the appends
     that started the WAL over (the append before each is the one whose COMMIT checkpointed)."""
     seconds: list[float] = []
-    sequence: list[int] = []
+    salts: list[int] = []
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.db"
         wal = f"{os.path.realpath(path)}-wal"
@@ -88,15 +90,21 @@ def timed_appends(texts: list[str]) -> tuple[list[float], list[int]]:
             seconds.append(elapsed)
             if not fds:
                 fds.append(os.open(wal, os.O_RDONLY))
-            header = os.pread(fds[0], 4, CHECKPOINT_SEQUENCE_AT)
-            sequence.append(struct.unpack(">I", header)[0])
+            header = os.pread(fds[0], 4, SALT_1_AT)
+            salts.append(struct.unpack(">I", header)[0])
 
         try:
             asyncio.run(memstore_sql_only(path, texts, observe))
         finally:
             for fd in fds:
                 os.close(fd)
-    return seconds, [i for i in range(1, len(sequence)) if sequence[i] != sequence[i - 1]]
+    return seconds, restarts_of(salts)
+
+
+def restarts_of(salts: list[int]) -> list[int]:
+    """The appends that started the WAL over, given the WAL's salt-1 after each append: those
+    after which it differs from the one before."""
+    return [i for i in range(1, len(salts)) if salts[i] != salts[i - 1]]
 
 
 def append_costs(texts: list[str], rounds: int, intervals: list[int]) -> list[list[Row]]:

@@ -70,6 +70,12 @@ def test_restarts_are_read_from_the_wal_header(bench: ModuleType) -> None:
     assert bench.timed_appends(texts)[1] == []  # never checkpointed: never started over
 
 
+def test_a_restart_is_the_append_after_which_the_salt_changed(bench: ModuleType) -> None:
+    # Salt-1 read after each append: appends 3 and 5 wrote the first frames of a new WAL.
+    assert bench.restarts_of([7, 7, 7, 8, 8, 9]) == [3, 5]
+    assert bench.restarts_of([7]) == [] and bench.restarts_of([]) == []
+
+
 def test_one_file_counts_only_the_appends_around_a_restart(bench: ModuleType) -> None:
     seconds = [100 * US] * 44
     seconds[5] = 5000 * US  # slow, but no checkpoint: not counted
