@@ -45,6 +45,15 @@ NO_COMPACTION = MemoryLimits(hard=10**9, target=10**8, keep_recent=4)
 Row = tuple[str, float, str]
 
 
+def print_sections(sections: list[tuple[str, list[Row]]]) -> None:
+    """Print each section's title, then its rows: label, value (``n/a`` for NaN), note."""
+    for title, rows in sections:
+        print(f"\n{title}")
+        for label, value, note in rows:
+            shown = "n/a" if value != value else f"{value:,.1f}"
+            print(f"  {label:<52} {shown:>10}  {note}")
+
+
 def timed(coro_factory: Callable[[Path], Awaitable[float]], rounds: int) -> float:
     """Median seconds of ``coro_factory(fresh path)`` over ``rounds`` fresh databases."""
     results = []

@@ -33,7 +33,7 @@ from typing import Any
 
 from append_throughput import messages
 from many_workers import create, create_raw_table, memstore_worker, raw_worker, run_processes
-from single_appends import NO_COMPACTION, SYNC, Row, single_appends, timed
+from single_appends import NO_COMPACTION, SYNC, Row, print_sections, single_appends, timed
 
 from memstore import MemoryStore, WordEstimator
 from memstore.config import Settings
@@ -353,11 +353,7 @@ def main() -> None:
     )
     sections.append(("(5) committing a compaction", compaction_commit(max(rounds, 7))))
     sections.append(("(6) CLI start-up (median wall time)", cli_startup(3 if args.quick else 7)))
-    for title, rows in sections:
-        print(f"\n{title}")
-        for label, value, note in rows:
-            shown = "n/a" if value != value else f"{value:,.1f}"
-            print(f"  {label:<52} {shown:>10}  {note}")
+    print_sections(sections)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 from append_throughput import messages
-from single_appends import Row, memstore_sql_only
+from single_appends import Row, memstore_sql_only, print_sections
 
 from memstore.db import sqlite_writer
 
@@ -195,11 +195,7 @@ def main() -> None:
             f"pages (medians of {args.rounds} files)"
         )
         sections.append((title, section))
-    for title, section in sections:
-        print(f"\n{title}")
-        for label, value, note in section:
-            shown = "n/a" if value != value else f"{value:,.1f}"
-            print(f"  {label:<52} {shown:>10}  {note}")
+    print_sections(sections)
 
 
 if __name__ == "__main__":
