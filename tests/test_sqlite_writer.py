@@ -168,11 +168,13 @@ async def test_a_writer_whose_thread_stopped_is_replaced(db_path: Path) -> None:
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the bug
+@pytest.mark.parametrize("bug", ["in its next wait", "answering the write before"])
 async def test_writes_queued_for_a_thread_that_dies_are_answered(
-    db_path: Path, monkeypatch: pytest.MonkeyPatch
+    db_path: Path, monkeypatch: pytest.MonkeyPatch, bug: str
 ) -> None:
     """A writer thread that dies by itself (a bug) answers the writes still queued for it,
-    none of which ran: no caller waits forever, and the next write gets a new writer."""
+    none of which ran: no caller waits forever, and the next write gets a new writer. Even
+    when the bug is in answering the write it was handling, which then stays unanswered."""
     async with MemoryStore.open(db_path, settings=Settings(sqlite_loop_commit_ms=0)) as store:
         memory = store.session("s", estimator=WordEstimator(), limits=LIMITS)
         await memory.add("user", "first")
@@ -180,19 +182,28 @@ async def test_writes_queued_for_a_thread_that_dies_are_answered(
         assert writer is not None
         inside, release = threading.Event(), threading.Event()
         commit = sqlite_writer.SqliteWriter._begin_and_commit
+        answer = sqlite_writer.answer_all
 
         def held(self, conn, writes):  # type: ignore[no-untyped-def]
             inside.set()
             release.wait(10)
             return commit(self, conn, writes)
 
-        def die(self: sqlite_writer.SqliteWriter) -> object:
+        def die(self: sqlite_writer.SqliteWriter, batch: list[Job]) -> bool:
             raise RuntimeError("a bug in the writer thread")
+
+        def fail_on_second(batch: list[Job], outcomes: list[tuple[object, bool]]) -> None:
+            if any(getattr(job.factory.new, "content", None) == "second" for job in batch):
+                raise ValueError("a bug in answering")
+            answer(batch, outcomes)
 
         monkeypatch.setattr(sqlite_writer.SqliteWriter, "_begin_and_commit", held)
         second = asyncio.create_task(memory.add("user", "second"))
         assert await asyncio.to_thread(inside.wait, 10)  # the thread is committing "second"
-        monkeypatch.setattr(sqlite_writer.SqliteWriter, "_next_batch", die)  # then it dies
+        if bug == "in its next wait":
+            monkeypatch.setattr(sqlite_writer.SqliteWriter, "_next_batch", die)
+        else:
+            monkeypatch.setattr(sqlite_writer, "answer_all", fail_on_second)
         third = asyncio.create_task(memory.add("user", "third"))
         for _ in range(100):  # until "third" waits in the queue, behind "second"
             if writer._thread_jobs == 2:
@@ -200,11 +211,15 @@ async def test_writes_queued_for_a_thread_that_dies_are_answered(
             await asyncio.sleep(0)
         assert writer._thread_jobs == 2
         release.set()
-        assert (await asyncio.wait_for(second, timeout=10)).content == "second"
         with pytest.raises(StorageError, match="nothing was written"):
             await asyncio.wait_for(third, timeout=10)
         writer._thread.join(10)
-        assert not writer.usable and writer._thread_jobs == 0
+        assert not writer.usable and writer._thread_jobs == 0 and writer._stopped.done()
+        if bug == "in its next wait":
+            assert (await asyncio.wait_for(second, timeout=10)).content == "second"
+        else:  # committed, but every answer to it fails
+            assert not second.done()
+            second.cancel()
         monkeypatch.undo()
         await memory.add("user", "fourth")
         assert [i.content for i in await memory.items()] == ["first", "second", "fourth"]

@@ -358,9 +358,10 @@ class SqliteWriter:
     def _loop(self) -> None:
         conn: sqlite3.Connection | None = None
         stop = False
-        # The jobs in the thread's hands, from the moment they leave the queue until they are
-        # answered; ``counted`` while still in _thread_jobs. If the thread stops by itself (a
-        # bug) in between, the finally answers them: they may or may not have committed.
+        # The jobs in the thread's hands, from the moment _next_batch takes them into the
+        # batch until they are answered; ``counted`` while still in _thread_jobs. If the
+        # thread stops by itself (a bug) in between, the finally answers them: they may or
+        # may not have committed.
         batch: list[Job] = []
         counted = False
         try:
@@ -394,17 +395,25 @@ class SqliteWriter:
         """As the thread stops: answer the jobs it leaves, if it stopped by itself (a bug).
 
         Those in its hands may have committed; those still queued never ran. (After
-        ``close()``'s stop signal there are none of either: it comes after every job, and the
-        thread stops having answered all of them.) From here on ``_queue`` answers jobs
-        itself. A job answered already keeps its answer (``_deliver`` ignores a done future,
-        and answers reach each loop in order).
+        ``close()``'s stop signal there are normally none of either: it comes after every job.)
+        From here on ``_queue`` answers jobs itself. A job answered already keeps its answer
+        (``_deliver`` ignores a done future, and answers reach each loop in order). Each job
+        is answered on its own: a failure to answer one (the bug, again) strands no other;
+        the first such failure is raised once all were tried.
         """
         with self._lock:
             self._serving = False
             queued = take_queued(self._jobs)
             self._thread_jobs -= len(queued) + (len(in_hand) if counted else 0)
-        answer_all(in_hand, [(writer_stopped(ran=True), True) for _ in in_hand])
-        answer_all(queued, [(writer_stopped(ran=False), True) for _ in queued])
+        failure: BaseException | None = None
+        for jobs, ran in ((queued, False), (in_hand, True)):
+            for job in jobs:
+                try:
+                    answer_all([job], [(writer_stopped(ran=ran), True)])
+                except BaseException as error:
+                    failure = failure or error
+        if failure is not None:
+            raise failure
 
     def _begin_and_commit(
         self, conn: sqlite3.Connection, writes: list[StepsFactory[Any]]

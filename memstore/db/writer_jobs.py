@@ -58,8 +58,9 @@ def unknown_outcome(interruption: BaseException) -> StorageError:
 
 
 def writer_stopped(ran: bool) -> StorageError:
-    """What a caller hears whose write a writer thread that stopped by itself (a bug) left
-    unanswered: ``ran`` if the thread had taken it (it may be stored), else it never ran."""
+    """What a caller hears whose write a writer thread that stopped by itself (a bug) could
+    not finish: ``ran`` if the thread had taken it (it may be stored), else it never ran
+    (queued for the thread, or handed to it once stopped)."""
     if ran:
         return StorageError(
             "the SQLite writer thread stopped while handling this write: "
