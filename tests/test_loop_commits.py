@@ -8,6 +8,7 @@ tick has its own tests (``test_gathering_tick.py``), and so do interruptions
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import sqlite3
@@ -30,7 +31,7 @@ from loopsupport import (
     warmed,
 )
 
-from memstore import MemoryStore, StorageFullError, WordEstimator
+from memstore import ByteEstimator, MemoryStore, StorageFullError, WordEstimator
 from memstore.db import loop_commits, sqlite_writer
 
 
@@ -391,3 +392,35 @@ def test_a_forked_child_closes_the_store_while_a_parent_thread_commits(db_path: 
         stop.set()
         thread.join(30)
         asyncio.run(store.close())
+
+
+async def test_a_write_cancelled_after_its_leader_answered_it_leaves_no_unretrieved_error(
+    warm: Warm, commits: Commits
+) -> None:
+    """The leader commits a whole tick's writes at once and answers each. A follower cancelled
+    after that, before it resumed, can no longer be cancelled: its answer (here a failure) is
+    dropped, as for any caller that gave up waiting, never left for asyncio to log at exit."""
+    store, memory = warm
+    await memory.add("user", "the session exists")
+    other = store.session("s", estimator=ByteEstimator(), limits=LIMITS)  # fails in the batch
+    reported: list[dict[str, object]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    tasks: list[asyncio.Future[object]] = []
+
+    async def lead_then_cancel() -> None:
+        await memory.add("user", "the leader's")  # answers both writes, never yields after
+        tasks[1].cancel()  # the follower has not resumed from its tick yet
+
+    tasks.append(asyncio.ensure_future(lead_then_cancel()))
+    tasks.append(asyncio.ensure_future(other.add("user", "counted by another estimator")))
+    await tasks[0]
+    with pytest.raises(asyncio.CancelledError) as cancelled:
+        await tasks[1]
+    del cancelled  # its traceback, and the tasks, hold the follower's answer till collected
+    tasks.clear()
+    gc.collect()
+    assert commits[-1] == (True, 2)  # both were in the leader's one commit
+    assert reported == []
+    assert [item.content for item in await memory.items()] == ["the session exists", "the leader's"]
+    assert await store.check() == []

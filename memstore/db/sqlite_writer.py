@@ -208,7 +208,9 @@ class SqliteWriter:
                 if job in self._gathering:  # not taken yet: withdrawn, nothing is written
                     self._gathering.remove(job)
                 else:  # a leader has it: it commits, as for any caller that gave up waiting
-                    job.future.cancel()  # and its answer is dropped, not left unretrieved
+                    # and its answer is dropped. Answered already, the future stays as it
+                    # is, but cancel() still marks a failure retrieved: asyncio never logs it.
+                    job.future.cancel()
             raise
         batch: list[Job] = []
         rest: list[Job] = []
