@@ -29,7 +29,7 @@ from many_workers import (
     summarize_reports,
 )
 
-from memstore.config import DEFAULT_SQLITE_SYNCHRONOUS
+from memstore.config import Settings
 
 
 async def reset(url: str) -> None:
@@ -50,7 +50,7 @@ def main() -> None:
     parser.add_argument("--per-proc", type=int, default=500)
     args = parser.parse_args()
     texts = messages(args.n)
-    sync = DEFAULT_SQLITE_SYNCHRONOUS
+    sync = Settings.from_env().sqlite_synchronous  # MEMSTORE_SQLITE_SYNCHRONOUS, as memstore
     rows: list[tuple[str, float, str]] = []
     with tempfile.TemporaryDirectory() as tmp:
         base = raw_sqlite(Path(tmp) / "raw.db", texts, sync)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import multiprocessing as mp
 import random
@@ -30,9 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from memstore import MemoryItem, MemoryLimits, MemoryStore, Settings, WordEstimator
-from memstore.config import DEFAULT_SQLITE_SYNCHRONOUS
 
 LIMITS = MemoryLimits(hard=1500, target=900, keep_recent=4)
+#: memstore's settings from the ``MEMSTORE_*`` variables, as memstore takes them; the raw
+#: baseline runs at the same ``synchronous`` setting.
+SETTINGS = Settings.from_env()
 WORDS = [
     "trace",
     "span",
@@ -63,7 +66,7 @@ def create_raw_table(path: str) -> None:
 def raw_worker(path: str, n: int, words: int, barrier: Any, out: Any) -> None:
     rng = random.Random()
     conn = sqlite3.connect(path, isolation_level=None, timeout=30)
-    conn.execute(f"PRAGMA synchronous={DEFAULT_SQLITE_SYNCHRONOUS}")
+    conn.execute(f"PRAGMA synchronous={SETTINGS.sqlite_synchronous}")
     errors = 0
     barrier.wait()
     start = time.perf_counter()
@@ -112,7 +115,7 @@ def memstore_worker(
 
     async def run() -> dict[str, Any]:
         errors = 0
-        settings = Settings(busy_timeout_s=30)
+        settings = dataclasses.replace(SETTINGS, busy_timeout_s=30)
         async with MemoryStore.open(url, settings=settings) as store:
             memory = store.session(
                 "shared", limits=limits, estimator=WordEstimator(), summarizer=summarizer
@@ -204,7 +207,7 @@ def main() -> None:
     calls = sum(r["calls"] for r in ms)
     print(
         f"{args.procs} processes x {args.n} appends of {args.words} words on one session "
-        f"(synchronous={DEFAULT_SQLITE_SYNCHRONOUS})"
+        f"(synchronous={SETTINGS.sqlite_synchronous})"
     )
     print(f"{'contender':<34} {'appends/s':>10} {'ratio':>7} {'errors':>7}")
     print(

@@ -16,6 +16,7 @@ starts, which is what the schema and the fsync alone cost.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import statistics
 import tempfile
 import time
@@ -26,7 +27,7 @@ from pathlib import Path
 from append_throughput import raw_sqlite
 
 from memstore import MemoryLimits, MemoryStore, TiktokenEstimator, WordEstimator
-from memstore.config import DEFAULT_SQLITE_LOOP_COMMIT_MS, DEFAULT_SQLITE_SYNCHRONOUS, Settings
+from memstore.config import Settings
 from memstore.db.append import (
     _ITEM_INSERT_COLUMNS,
     Append,
@@ -40,7 +41,11 @@ from memstore.db.sqlite_statements import run_job
 from memstore.db.sqlite_writer import connect
 from memstore.model import MemoryKind, MemoryRole, Priority
 
-SYNC = DEFAULT_SQLITE_SYNCHRONOUS
+#: memstore's settings in every section, from the ``MEMSTORE_*`` variables as memstore itself
+#: takes them: ``MEMSTORE_SQLITE_SYNCHRONOUS=NORMAL python benchmarks/suite.py`` measures that
+#: trade. Raw sqlite3 runs at the same ``synchronous`` setting; the peers at their own.
+SETTINGS = Settings.from_env()
+SYNC = SETTINGS.sqlite_synchronous
 NO_COMPACTION = MemoryLimits(hard=10**9, target=10**8, keep_recent=4)
 Row = tuple[str, float, str]
 
@@ -76,7 +81,7 @@ async def memstore_floor(path: Path, texts: list[str]) -> float:
     """
 
     await _schema_and_session(path)
-    conn = connect(path, Settings())  # as the writer's own
+    conn = connect(path, SETTINGS)  # as the writer's own
     estimator = WordEstimator()
 
     def append(text: str) -> None:
@@ -137,7 +142,7 @@ async def memstore_sql_only(
         _ITEM_INSERT_COLUMNS.index("seq"),
         _ITEM_INSERT_COLUMNS.index("added_version"),
     )
-    conn = connect(path, Settings())  # as the writer's own
+    conn = connect(path, SETTINGS)  # as the writer's own
     clock = time.perf_counter
     start = began = clock()
     for bump, ins in zip(bumps, inserts, strict=True):
@@ -171,10 +176,12 @@ def single_appends(texts: list[str], rounds: int) -> list[Row]:
         return await memstore_sql_only(path, texts)
 
     def memstore_run(
-        tiktoken: bool, loop_ms: float = DEFAULT_SQLITE_LOOP_COMMIT_MS
+        tiktoken: bool, loop_ms: float | None = None
     ) -> Callable[[Path], Awaitable[float]]:
         async def run(path: Path) -> float:
-            settings = Settings(sqlite_loop_commit_ms=loop_ms)
+            settings = SETTINGS
+            if loop_ms is not None:
+                settings = dataclasses.replace(settings, sqlite_loop_commit_ms=loop_ms)
             async with MemoryStore.open(path, settings=settings) as store:
                 estimator = TiktokenEstimator() if tiktoken else WordEstimator()
                 memory = store.session("b", estimator=estimator, limits=NO_COMPACTION)

@@ -33,10 +33,17 @@ from typing import Any
 
 from append_throughput import messages
 from many_workers import create, create_raw_table, memstore_worker, raw_worker, run_processes
-from single_appends import NO_COMPACTION, SYNC, Row, print_sections, single_appends, timed
+from single_appends import (
+    NO_COMPACTION,
+    SETTINGS,
+    SYNC,
+    Row,
+    print_sections,
+    single_appends,
+    timed,
+)
 
 from memstore import MemoryStore, WordEstimator
-from memstore.config import Settings
 from memstore.db import compaction, reads
 from memstore.db.compaction import CommitContext
 from memstore.db.sqlite_writer import connect
@@ -233,7 +240,7 @@ def compaction_commit(rounds: int) -> list[Row]:
             memory = store.session("c", estimator=WordEstimator(), limits=NO_COMPACTION)
             for i in range(104):
                 await memory.add("user", f"item {i} " + "word " * 20)
-        conn = connect(path, Settings())
+        conn = connect(path, SETTINGS)
         ids = [row[0] for row in conn.execute("SELECT id FROM items ORDER BY seq LIMIT 100")]
         # The compaction row that removed_by points at, committed before the clock starts (the
         # foreign key wants it; only the updates are compared). Its values do not matter here.
