@@ -2,6 +2,7 @@
 
     pip install '.[bench]'            # the peers: openai-agents, langgraph-checkpoint-sqlite
     python benchmarks/suite.py [--quick] [--dir /dev/shm] [--appends N]
+    MEMSTORE_SQLITE_SYNCHRONOUS=NORMAL python benchmarks/suite.py   # memstore and raw at NORMAL
 
 Sections (issue 8): (1) durable single appends of ~200-word messages in one process, words and
 tiktoken counting (and with every commit on the writer thread, none on the event loop), beside
@@ -13,8 +14,10 @@ session; (4) build_model_input() and items() with 0 / 10k / 100k removed items b
 active; (5) committing a compaction that removes 100 items, beside a raw executemany of the
 same row updates (on a minimal table, and on memstore's own table with its indexes and foreign
 keys); (6) CLI start-up, `memstore show` beside `python -c "import sqlalchemy"`.
-Every figure is a median; ratios are to the baseline named on the line. Peers that are not
-installed are reported as such. Nothing here is asserted: the machine is shared and noisy.
+memstore's settings come from the ``MEMSTORE_*`` variables, as memstore's own do; the peers
+run at their defaults. Every figure is a median; ratios are to the baseline named on the
+line. Peers that are not installed are reported as such. Nothing here is asserted: the
+machine is shared and noisy.
 """
 
 from __future__ import annotations
