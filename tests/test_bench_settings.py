@@ -30,16 +30,22 @@ print(single_appends.SYNC, many_workers.SETTINGS.sqlite_synchronous,
 """
 
 
-def probe(tmp_path: Path, **env: str) -> list[str]:
+def run_python(code: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``code`` in a fresh interpreter, in ``benchmarks/`` as they run, with no ``MEMSTORE_*``
+    variable but those given."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTORE_")}
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(tmp_path / "probe.db")],
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
         cwd=BENCHMARKS,
         env={**environment, **env},
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+def probe(tmp_path: Path, **env: str) -> list[str]:
+    done = run_python(PROBE, str(tmp_path / "probe.db"), **env)
     assert done.returncode == 0, done.stderr
     return done.stdout.split()
 
@@ -56,14 +62,7 @@ def test_without_the_variable_they_run_at_memstores_default(tmp_path: Path) -> N
     assert probe(tmp_path) == ["FULL", "FULL", "2"]
 
 
-def test_a_bad_value_stops_them_naming_the_variable(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", "import single_appends"],
-        cwd=BENCHMARKS,
-        env={**os.environ, "MEMSTORE_SQLITE_SYNCHRONOUS": "sometimes"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def test_a_bad_value_stops_them_naming_the_variable() -> None:
+    done = run_python("import single_appends", MEMSTORE_SQLITE_SYNCHRONOUS="sometimes")
     assert done.returncode != 0
     assert "MEMSTORE_SQLITE_SYNCHRONOUS" in done.stderr
