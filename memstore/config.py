@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from memstore.errors import ConfigurationError, ModelConfigurationError
@@ -33,11 +33,6 @@ DEFAULT_SUMMARIZER_TIMEOUT_S = 30.0
 DEFAULT_LEASE_S = 60.0
 #: FULL: an acknowledged append survives power loss, not only a crash of the process.
 DEFAULT_SQLITE_SYNCHRONOUS = "FULL"
-#: Two milliseconds: an uncontended SQLite commit runs on the event loop's own thread while
-#: recent commits (an fsync included) took about this long or less. Far below what an agent
-#: turn or asyncio's slow-callback warning (100 ms) notices, and it saves the two thread
-#: wake-ups that cost more than the commit's own SQL (see memstore.db.sqlite_writer).
-DEFAULT_SQLITE_LOOP_COMMIT_MS = 2.0
 DEFAULT_DB = "memstore.db"
 #: The model `memstore chat` and the examples use when neither --model nor OPENAI_MODEL says:
 #: small, cheap and good with function tools.
@@ -59,28 +54,16 @@ def require_int(name: str, value: object, *, minimum: int | None = None) -> int:
     return value
 
 
-def _finite_float(name: str, value: object, *, zero_ok: bool) -> float:
-    """``value`` as a float if it is a finite number > 0 (>= 0 with ``zero_ok``)."""
+def require_positive_float(name: str, value: object) -> float:
+    """Return ``value`` as a float if it is a positive, finite number (NaN and inf refused)."""
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
         or not math.isfinite(value)
-        or value < 0
-        or (value == 0 and not zero_ok)
+        or value <= 0
     ):
-        wanted = "a finite number >= 0" if zero_ok else "a positive finite number"
-        raise ConfigurationError(name, f"must be {wanted}, got {value!r}")
+        raise ConfigurationError(name, f"must be a positive finite number, got {value!r}")
     return float(value)
-
-
-def require_positive_float(name: str, value: object) -> float:
-    """Return ``value`` as a float if it is a positive, finite number (NaN and inf refused)."""
-    return _finite_float(name, value, zero_ok=False)
-
-
-def require_non_negative_float(name: str, value: object) -> float:
-    """Return ``value`` as a float if it is a finite number >= 0 (NaN and inf refused)."""
-    return _finite_float(name, value, zero_ok=True)
 
 
 def env_int(env: Mapping[str, str], var: str, default: int) -> int:
@@ -98,7 +81,6 @@ def _env_float(
     env: Mapping[str, str],
     var: str,
     default: float,
-    check: Callable[[str, object], float] = require_positive_float,
 ) -> float:
     raw = env.get(var)
     if raw is None or raw.strip() == "":
@@ -107,7 +89,7 @@ def _env_float(
         value = float(raw)
     except ValueError:
         raise ConfigurationError(var, f"must be a number, got {raw!r}") from None
-    return check(var, value)  # outside the try: its range error is a ValueError too
+    return require_positive_float(var, value)  # outside the try: its error is a ValueError
 
 
 @dataclass(frozen=True)
@@ -120,11 +102,6 @@ class Settings:
         summarizer_timeout_s: Budget of one summarizer call (``MEMSTORE_SUMMARIZER_TIMEOUT``).
         lease_s: Compaction lease length (``MEMSTORE_LEASE_SECONDS``).
         sqlite_synchronous: SQLite ``synchronous`` pragma (``MEMSTORE_SQLITE_SYNCHRONOUS``).
-        sqlite_loop_commit_ms: An uncontended write to a SQLite file commits on the event
-            loop's own thread (no thread hand-off) while recent commits took at most this many
-            milliseconds; ``0`` sends every write to the writer thread
-            (``MEMSTORE_SQLITE_LOOP_COMMIT_MS``). A task appending in a tight loop keeps the
-            loop from its other callbacks for this long plus one commit at most.
         ltm_max_value_bytes: Largest long-term value, in UTF-8 bytes of compact JSON
             (``MEMSTORE_LTM_MAX_VALUE_BYTES``).
     """
@@ -135,7 +112,6 @@ class Settings:
     lease_s: float = DEFAULT_LEASE_S
     sqlite_synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS
     ltm_max_value_bytes: int = DEFAULT_LTM_MAX_VALUE_BYTES
-    sqlite_loop_commit_ms: float = DEFAULT_SQLITE_LOOP_COMMIT_MS
 
     def __post_init__(self) -> None:
         require_int("max_item_bytes", self.max_item_bytes, minimum=1)
@@ -143,7 +119,6 @@ class Settings:
         require_positive_float("busy_timeout_s", self.busy_timeout_s)
         require_positive_float("summarizer_timeout_s", self.summarizer_timeout_s)
         require_positive_float("lease_s", self.lease_s)
-        require_non_negative_float("sqlite_loop_commit_ms", self.sqlite_loop_commit_ms)
         if self.sqlite_synchronous.upper() not in _SYNCHRONOUS_MODES:
             raise ConfigurationError(
                 "sqlite_synchronous",
@@ -173,12 +148,6 @@ class Settings:
                 ltm_max_value_bytes=env_int(
                     env, "MEMSTORE_LTM_MAX_VALUE_BYTES", DEFAULT_LTM_MAX_VALUE_BYTES
                 ),
-                sqlite_loop_commit_ms=_env_float(
-                    env,
-                    "MEMSTORE_SQLITE_LOOP_COMMIT_MS",
-                    DEFAULT_SQLITE_LOOP_COMMIT_MS,
-                    require_non_negative_float,
-                ),
             )
         except ConfigurationError as error:
             raise rename_setting(error, SETTING_VARIABLES) from None
@@ -192,7 +161,6 @@ SETTING_VARIABLES = {
     "lease_s": "MEMSTORE_LEASE_SECONDS",
     "sqlite_synchronous": "MEMSTORE_SQLITE_SYNCHRONOUS",
     "ltm_max_value_bytes": "MEMSTORE_LTM_MAX_VALUE_BYTES",
-    "sqlite_loop_commit_ms": "MEMSTORE_SQLITE_LOOP_COMMIT_MS",
 }
 
 

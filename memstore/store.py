@@ -5,6 +5,7 @@ The per-session work (append, compaction, model input) lives in :mod:`memstore.s
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
 import socket
@@ -95,7 +96,9 @@ class MemoryStore:
         settings: Settings | None,
     ) -> MemoryStore:
         settings = settings or Settings.from_env()
-        database = open_database(url_or_path, settings, create=create)
+        # Opening checks and prepares the file (header, permissions, WAL): disk I/O, so not
+        # on the event loop.
+        database = await asyncio.to_thread(open_database, url_or_path, settings, create=create)
         try:
             await ensure_schema(database, upgrade=upgrade)
         except BaseException:
@@ -354,7 +357,8 @@ async def schema_status(
         DatabaseMissingError: there is no database there.
         SchemaTooNewError: a newer memstore wrote it (with ``upgrade``).
     """
-    database = open_database(url_or_path, settings or Settings.from_env(), create=upgrade)
+    settings = settings or Settings.from_env()
+    database = await asyncio.to_thread(open_database, url_or_path, settings, create=upgrade)
     try:
         head = head_revision()
         before = SchemaStatus(await database_revision(database), head)

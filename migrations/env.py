@@ -37,8 +37,7 @@ def run_on(connection: Connection) -> None:
 async def run_from_url(url: str) -> None:
     database = open_database(url, Settings.from_env())
     try:
-        async with database.write() as conn:
-            await conn.run_sync(run_on)
+        await database.run_write(run_on)
     finally:
         await database.close()
 

@@ -27,7 +27,7 @@ from memstore.model import DEFAULT_KIND, MemoryItem
 
 #: Fixtures that live beside their helpers: the bad-input modules' (``template``, ``memory``)
 #: and the loop-commit modules' (``commits``, ``warm``).
-pytest_plugins = ["badinput", "loopsupport"]
+pytest_plugins = ["badinput"]
 
 _real_connect = socket.socket.connect
 

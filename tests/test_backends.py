@@ -58,8 +58,10 @@ async def test_lock_timeout_is_typed_on_both_backends(backend_url: str) -> None:
 async def test_schema_newer_than_the_code_is_refused(backend_url: str) -> None:
     from sqlalchemy import text
 
-    async with MemoryStore.open(backend_url) as store, store.database.write() as conn:
-        await conn.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+    async with MemoryStore.open(backend_url) as store:
+        await store.database.run_write(
+            lambda conn: conn.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+        )
     with pytest.raises(SchemaTooNewError):
         await MemoryStore.open(backend_url)
 
@@ -191,13 +193,11 @@ async def test_migration_0005_keeps_every_item_down_and_up(backend_url: str) -> 
             return list(await database.run_read(lambda conn: conn.execute(query).all()))
 
         before = await rows()
-        async with database.write() as conn:
-            await conn.run_sync(migrate("0004", downgrade=True))
+        await database.run_write(migrate("0004", downgrade=True))
         assert await rows() == before
         constraints, _ = await database.run_read(key_uniqueness)
         assert "uq_items_session_id_idempotency_key" in constraints
-        async with database.write() as conn:
-            await conn.run_sync(migrate("head", downgrade=False))
+        await database.run_write(migrate("head", downgrade=False))
         assert await rows() == before
         constraints, indexes = await database.run_read(key_uniqueness)
         assert "uq_items_session_id_idempotency_key" not in constraints
@@ -228,5 +228,4 @@ async def test_migration_0005_keeps_every_item_down_and_up(backend_url: str) -> 
             )
 
         with pytest.raises(StorageError):
-            async with store.database.write() as conn:
-                await conn.run_sync(duplicate_key)
+            await store.database.run_write(duplicate_key)

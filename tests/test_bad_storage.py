@@ -315,23 +315,20 @@ async def test_full_database_is_a_typed_error_and_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """SQLITE_FULL, produced the portable way: a page budget the next write cannot fit."""
-    from memstore.db import sqlite_writer
+    from sqlalchemy import event
 
-    connect = sqlite_writer.SqliteWriter._connect
-
-    def capped(self: sqlite_writer.SqliteWriter) -> sqlite3.Connection:
-        conn = connect(self)
-        pages = conn.execute("PRAGMA page_count").fetchone()[0]
-        conn.execute(f"PRAGMA max_page_count = {pages}")
-        return conn
+    def capped(dbapi_connection: sqlite3.Connection, *_: object) -> None:
+        pages = dbapi_connection.execute("PRAGMA page_count").fetchone()[0]
+        dbapi_connection.execute(f"PRAGMA max_page_count = {pages}")
 
     path = tmp_path / "full.db"
     async with MemoryStore.open(path) as store:
         memory = store.session("s", limits=LIMITS, estimator=WordEstimator())
         await memory.add("user", "first item")
-    monkeypatch.setattr(sqlite_writer.SqliteWriter, "_connect", capped)
     before = state(path)
-    async with MemoryStore.open(path) as store:  # a new writer thread: its connection is capped
+    async with MemoryStore.open(path) as store:
+        # Before the first write: the writer thread checks its connection out then.
+        event.listen(store.database.sync_engine, "checkout", capped)
         memory = store.session("s", limits=LIMITS, estimator=WordEstimator())
         with pytest.raises(StorageFullError) as info:
             await memory.add("user", "x " * 20_000)

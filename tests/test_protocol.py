@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import sqlite3
-from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from conftest import table_counts
-from sqlalchemy import update
+from sqlalchemy import Connection, event, update
 
-from memstore import CompactionConflictError, MemoryLimits, MemoryStore, WordEstimator
-from memstore.config import Settings
-from memstore.db import compaction, reads, sqlite_writer
+from memstore import CompactionConflictError, MemoryLimits, MemoryStore, StorageError, WordEstimator
+from memstore.db import compaction, reads
 from memstore.db.compaction import CommitContext
 from memstore.db.tables import items
 from memstore.model import Fate
@@ -159,8 +157,9 @@ async def test_an_item_removed_outside_the_compaction_rolls_the_commit_back(
     token, plan = await three_fates(store)
     victim = plan.evicted[-1]
 
-    async with store.database.write() as conn:
-        await conn.execute(update(items).where(items.c.id == victim).values(fate="dropped"))
+    await store.database.run_write(
+        lambda conn: conn.execute(update(items).where(items.c.id == victim).values(fate="dropped"))
+    )
     before = await table_counts(store), await store.session_info("p")
     with pytest.raises(CompactionConflictError) as raised:
         await compaction.commit_compaction(store.database, plan, ctx("w1", token))
@@ -171,23 +170,26 @@ async def test_an_item_removed_outside_the_compaction_rolls_the_commit_back(
 
 
 async def test_a_compaction_of_more_ids_than_sqlites_oldest_parameter_limit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     """SQLite builds before 3.32 allow 999 parameters a statement: 1,100 items marked at once
     would not bind there; in chunks of MARK_CHUNK they do."""
 
-    def limited(path: Path, settings: Settings) -> sqlite3.Connection:
-        conn = real_connect(path, settings)
-        conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
-        return conn
+    def limit(dbapi_connection: sqlite3.Connection, *_: object) -> None:
+        dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
 
-    real_connect = sqlite_writer.connect
-    monkeypatch.setattr(sqlite_writer, "connect", limited)
+    async with MemoryStore.open(tmp_path / "m.db"):
+        pass  # created and migrated: the store below opens it without writing
     async with MemoryStore.open(tmp_path / "m.db") as store:
+        # Before the first write: the writer thread checks its connection out then.
+        event.listen(store.database.sync_engine, "checkout", limit)
         await filled(store, 1_101)
-        too_many = pytest.raises(sqlite3.OperationalError, match="too many SQL variables")
-        with closing(limited(tmp_path / "m.db", Settings())) as probe, too_many:  # it bites
-            probe.execute(f"SELECT {', '.join('?' * 1000)}", [0] * 1000)
+
+        def too_many(conn: Connection) -> None:  # the limit bites on the writer's connection
+            conn.exec_driver_sql(f"SELECT {', '.join('?' * 1000)}", tuple([0] * 1000))
+
+        with pytest.raises(StorageError):
+            await store.database.run_write(too_many)
         token, plan = await plan_as(store, "w1", 100.0)
         assert len(plan.summarized) == 1_100 > compaction.MARK_CHUNK
         report = await compaction.commit_compaction(store.database, plan, ctx("w1", token))

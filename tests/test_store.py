@@ -9,6 +9,7 @@ import sys
 import time
 from datetime import UTC
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import (
@@ -370,8 +371,13 @@ async def test_sqlite_pragmas(db_path: Path, synchronous: str) -> None:
     from memstore import Settings
 
     settings = Settings(sqlite_synchronous=synchronous)
-    async with MemoryStore.open(db_path, settings=settings) as s, s.database.write() as conn:
-        assert (await conn.execute(text("PRAGMA journal_mode"))).scalar() == "wal"
-        assert (await conn.execute(text("PRAGMA foreign_keys"))).scalar() == 1
-        level = (await conn.execute(text("PRAGMA synchronous"))).scalar()
-        assert level == {"NORMAL": 1, "FULL": 2}[synchronous]
+
+    def pragmas(conn: Any) -> list[Any]:
+        return [
+            conn.execute(text(f"PRAGMA {name}")).scalar()
+            for name in ("journal_mode", "foreign_keys", "synchronous")
+        ]
+
+    async with MemoryStore.open(db_path, settings=settings) as s:
+        for run in (s.database.run_write, s.database.run_read):  # the writer's and a reader's
+            assert await run(pragmas) == ["wal", 1, {"NORMAL": 1, "FULL": 2}[synchronous]]

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
-from sqlalchemy import bindparam, case, insert, select, update
+from sqlalchemy import Connection, bindparam, case, insert, select, update
 
 from memstore.db.engine import Database
 from memstore.db.reads import report_from_record, session_total, utcnow
-from memstore.db.steps import Steps, run_steps
 from memstore.db.tables import UTCDateTime, compactions, items, sessions, summaries
 from memstore.errors import CompactionConflictError
 from memstore.model import CompactionReport, MemoryLimits
@@ -98,8 +98,7 @@ INSERT_SUMMARY = insert(summaries).values(
     created_version=bindparam("v"),
 )
 #: Marks the removed items of one fate: one statement per fate and chunk of ids, not one per
-#: item. On SQLite each execution of an UPDATE pays for its foreign-key check once (the
-#: ``removed_by`` key), so 100 executions of one row cost twice one execution of 100 rows.
+#: item, so a compaction's commit costs a few statements whatever it removes.
 MARK_REMOVED = (
     update(items)
     .where(
@@ -118,26 +117,30 @@ MARK_REMOVED = (
 MARK_CHUNK = 500
 
 
-def _acquire_steps(session_id: str, owner: str, lease_s: float, now: float) -> Steps[int | None]:
+def _acquire(
+    conn: Connection, session_id: str, owner: str, lease_s: float, now: float
+) -> int | None:
     params = {"sid": session_id, "now": now, "owner": owner, "until": now + lease_s}
-    row = (yield ACQUIRE, params).first()
-    return None if row is None else int(row["lease_token"])
+    token = conn.execute(ACQUIRE, params).scalar()
+    return None if token is None else int(token)
 
 
 async def acquire_lease(
     db: Database, session_id: str, owner: str, lease_s: float, now: float
 ) -> int | None:
     """Take the compaction lease if free or expired; return the fencing token, else ``None``."""
-    return await run_steps(db, lambda _: _acquire_steps(session_id, owner, lease_s, now))
+    return await db.run_write(
+        partial(_acquire, session_id=session_id, owner=owner, lease_s=lease_s, now=now)
+    )
 
 
-def _release_steps(session_id: str, owner: str, token: int) -> Steps[None]:
-    yield RELEASE, {"sid": session_id, "owner": owner, "token": token}
+def _release(conn: Connection, session_id: str, owner: str, token: int) -> None:
+    conn.execute(RELEASE, {"sid": session_id, "owner": owner, "token": token})
 
 
 async def release_lease(db: Database, session_id: str, owner: str, token: int) -> None:
     """Give the lease back early (no-op if it was taken over meanwhile)."""
-    await run_steps(db, lambda _: _release_steps(session_id, owner, token))
+    await db.run_write(partial(_release, session_id=session_id, owner=owner, token=token))
 
 
 @dataclass(frozen=True)
@@ -157,7 +160,7 @@ class CommitContext:
     usage: dict[str, Any] | None = None
 
 
-def commit_steps(plan: CompactionPlan, ctx: CommitContext) -> Steps[CompactionReport]:
+def commit_plan(conn: Connection, plan: CompactionPlan, ctx: CommitContext) -> CompactionReport:
     """The statements of one compaction commit (see the module docstring).
 
     Raises:
@@ -168,28 +171,25 @@ def commit_steps(plan: CompactionPlan, ctx: CommitContext) -> Steps[CompactionRe
     removed = plan.removed
     finished = utcnow()
     summary_tokens = plan.summary_tokens if plan.summary is not None else None
-    row = (
-        yield (
-            CAS,
-            {
-                "sid": sid,
-                "expected_count": snap.compaction_count,
-                "owner": ctx.owner,
-                "token": ctx.lease_token,
-                "removed_items": len(removed),
-                "removed_cost": plan.removed_cost,
-                "turns": snap.user_turns,
-                "summary": plan.summary,
-                "summary_tokens": summary_tokens,
-                "now": finished,
-            },
-        )
+    row = conn.execute(
+        CAS,
+        {
+            "sid": sid,
+            "expected_count": snap.compaction_count,
+            "owner": ctx.owner,
+            "token": ctx.lease_token,
+            "removed_items": len(removed),
+            "removed_cost": plan.removed_cost,
+            "turns": snap.user_turns,
+            "summary": plan.summary,
+            "summary_tokens": summary_tokens,
+            "now": finished,
+        },
     ).first()
     if row is None:
-        now = (yield COUNT_NOW, {"sid": sid}).first()
-        actual = None if now is None else now["compaction_count"]
+        actual = conn.execute(COUNT_NOW, {"sid": sid}).scalar()
         raise CompactionConflictError(sid, expected=snap.compaction_count, actual=actual)
-    number, version = row["compaction_count"], row["version"]
+    number, version = row.compaction_count, row.version
     record = {
         "session_id": sid,
         "number": number,
@@ -197,7 +197,7 @@ def commit_steps(plan: CompactionPlan, ctx: CommitContext) -> Steps[CompactionRe
         "committed_version": version,
         "trigger": ctx.trigger,
         "before_tokens": plan.before_tokens,
-        "after_tokens": session_total(row["active_tokens"], row["summary_tokens"]),
+        "after_tokens": session_total(row.active_tokens, row.summary_tokens),
         "items_dropped": len(plan.dropped),
         "items_summarized": len(plan.summarized),
         "items_evicted": len(plan.evicted),
@@ -216,12 +216,12 @@ def commit_steps(plan: CompactionPlan, ctx: CommitContext) -> Steps[CompactionRe
         "keep_recent": ctx.limits.keep_recent,
         "usage": ctx.usage,
     }
-    yield INSERT_REPORT, record
+    conn.execute(INSERT_REPORT, record)
     if plan.summary is not None and plan.summary_action in ("replaced", "trimmed"):
-        yield INSERT_SUMMARY, {
+        conn.execute(INSERT_SUMMARY, {
             "sid": sid, "number": number, "content": plan.summary,
             "tokens": plan.summary_tokens, "v": version,
-        }  # fmt: skip
+        })  # fmt: skip
     by_fate: dict[str, list[str]] = {}
     for item_id, fate in removed.items():
         by_fate.setdefault(fate, []).append(item_id)
@@ -232,7 +232,7 @@ def commit_steps(plan: CompactionPlan, ctx: CommitContext) -> Steps[CompactionRe
                 "sid": sid, "item_ids": ids[start : start + MARK_CHUNK], "fate": fate,
                 "number": number, "v": version,
             }  # fmt: skip
-            marked += (yield MARK_REMOVED, params).rowcount
+            marked += conn.execute(MARK_REMOVED, params).rowcount
     # Defence in depth: the compare-and-swap makes a mismatch unreachable unless the ledger
     # was edited by hand (an item removed outside a compaction). Each statement is a single
     # execution, whose row count every driver reports (asyncpg does not for executemany).
@@ -250,8 +250,4 @@ async def commit_compaction(
         CompactionConflictError: another compaction committed since the plan's snapshot, or
             this worker's lease was taken over (fencing); nothing was written.
     """
-    # About what it stores: the summary, and a short update per removed item.
-    size = len(plan.summary or "") + 100 * (
-        len(plan.dropped) + len(plan.summarized) + len(plan.evicted)
-    )
-    return await run_steps(db, lambda _: commit_steps(plan, ctx), size=size)
+    return await db.run_write(partial(commit_plan, plan=plan, ctx=ctx))

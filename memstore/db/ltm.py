@@ -20,7 +20,8 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, and_, delete, func, insert, or_, select, update
 
-from memstore.db.engine import Conn, Database, dialect_insert
+from memstore.db.connection import dialect_insert
+from memstore.db.engine import Database
 from memstore.db.tables import ltm_entries, ltm_history
 from memstore.errors import StorageError, VersionConflictError
 
@@ -64,13 +65,13 @@ def is_live(expires_at: datetime | None, now: datetime) -> bool:
     return expires_at is None or expires_at > now
 
 
-async def _locked_row(conn: Conn, scope: str, key: str) -> Any:
+def _locked_row(conn: Connection, scope: str, key: str) -> Any:
     stmt = select(*ENTRY_COLUMNS).where(_pk(scope, key)).with_for_update()
-    return (await conn.execute(stmt)).first()
+    return conn.execute(stmt).first()
 
 
-async def _record(
-    conn: Conn,
+def _record(
+    conn: Connection,
     scope: str,
     key: str,
     version: int,
@@ -78,7 +79,7 @@ async def _record(
     action: str,
     changed_at: datetime,
 ) -> None:
-    await conn.execute(
+    conn.execute(
         insert(ltm_history).values(
             scope=scope,
             key=key,
@@ -90,12 +91,12 @@ async def _record(
     )
 
 
-async def _last_recorded_version(conn: Conn, scope: str, key: str) -> int:
+def _last_recorded_version(conn: Connection, scope: str, key: str) -> int:
     """The newest version the history holds for (scope, key); 0 if it was never written."""
     stmt = select(func.max(ltm_history.c.version)).where(
         ltm_history.c.scope == scope, ltm_history.c.key == key
     )
-    return int((await conn.execute(stmt)).scalar_one_or_none() or 0)
+    return int(conn.execute(stmt).scalar_one_or_none() or 0)
 
 
 def _check_expected(scope: str, key: str, expected: int | None, actual: int) -> None:
@@ -106,8 +107,7 @@ def _check_expected(scope: str, key: str, expected: int | None, actual: int) -> 
 async def _retrying(db: Database, write: Any) -> Any:
     for _ in range(WRITE_ATTEMPTS):
         try:
-            async with db.write() as conn:
-                return await write(conn)
+            return await db.run_write(write)
         except _LostRace:
             continue
     raise StorageError(f"a long-term write lost {WRITE_ATTEMPTS} races in a row; try again")
@@ -133,15 +133,15 @@ async def set_entry(
         VersionConflictError: ``expected_version`` is not the live version (0: no live entry).
     """
 
-    async def write(conn: Conn) -> dict[str, Any]:
-        row = await _locked_row(conn, scope, key)
+    def write(conn: Connection) -> dict[str, Any]:
+        row = _locked_row(conn, scope, key)
         live = row is not None and is_live(row.expires_at, now)
         _check_expected(scope, key, expected_version, row.version if live else 0)
         if row is None:
-            last = await _last_recorded_version(conn, scope, key)
+            last = _last_recorded_version(conn, scope, key)
         elif not live:
             last = row.version + 1
-            await _record(conn, scope, key, last, None, "expire", row.expires_at)
+            _record(conn, scope, key, last, None, "expire", row.expires_at)
         else:
             last = row.version
         record = {
@@ -155,7 +155,9 @@ async def set_entry(
         }
         if row is None:
             stmt: Any = (
-                dialect_insert(db.dialect)(ltm_entries).values(**record).on_conflict_do_nothing()
+                dialect_insert(conn.dialect.name)(ltm_entries)
+                .values(**record)
+                .on_conflict_do_nothing()
             )
         else:
             stmt = (
@@ -163,9 +165,9 @@ async def set_entry(
                 .where(_pk(scope, key), ltm_entries.c.version == row.version)
                 .values({k: v for k, v in record.items() if k not in ("scope", "key")})
             )
-        if (await conn.execute(stmt)).rowcount != 1:
+        if conn.execute(stmt).rowcount != 1:
             raise _LostRace
-        await _record(conn, scope, key, record["version"], value, "set", now)
+        _record(conn, scope, key, record["version"], value, "set", now)
         return record
 
     result: dict[str, Any] = await _retrying(db, write)
@@ -184,16 +186,16 @@ async def delete_entry(
         VersionConflictError: ``expected_version`` is not the live version (0: no live entry).
     """
 
-    async def write(conn: Conn) -> bool:
-        row = await _locked_row(conn, scope, key)
+    def write(conn: Connection) -> bool:
+        row = _locked_row(conn, scope, key)
         live = row is not None and is_live(row.expires_at, now)
         _check_expected(scope, key, expected_version, row.version if live else 0)
         if not live:
             return False
         stmt = delete(ltm_entries).where(_pk(scope, key), ltm_entries.c.version == row.version)
-        if (await conn.execute(stmt)).rowcount != 1:
+        if conn.execute(stmt).rowcount != 1:
             raise _LostRace
-        await _record(conn, scope, key, row.version + 1, None, "delete", now)
+        _record(conn, scope, key, row.version + 1, None, "delete", now)
         return True
 
     deleted: bool = await _retrying(db, write)
@@ -272,34 +274,35 @@ async def prune_expired(db: Database, now: datetime, *, batch: int) -> int:
     Works in batches of ``batch`` rows, one short write transaction each, so pruning a large
     backlog never holds the write lock for long.
     """
-    pruned = 0
-    while True:
-        before = pruned
-        async with db.write() as conn:
-            rows = list(
-                await conn.execute(
-                    select(
-                        ltm_entries.c.scope,
-                        ltm_entries.c.key,
-                        ltm_entries.c.version,
-                        ltm_entries.c.expires_at,
-                    )
-                    .where(ltm_entries.c.expires_at <= now)
-                    .order_by(ltm_entries.c.expires_at)
-                    .limit(batch)
-                    .with_for_update(skip_locked=True)
+
+    def prune_batch(conn: Connection) -> tuple[int, int]:
+        rows = conn.execute(
+            select(
+                ltm_entries.c.scope,
+                ltm_entries.c.key,
+                ltm_entries.c.version,
+                ltm_entries.c.expires_at,
+            )
+            .where(ltm_entries.c.expires_at <= now)
+            .order_by(ltm_entries.c.expires_at)
+            .limit(batch)
+            .with_for_update(skip_locked=True)
+        ).all()
+        pruned = 0
+        for row in rows:
+            gone = conn.execute(
+                delete(ltm_entries).where(
+                    _pk(row.scope, row.key), ltm_entries.c.version == row.version
                 )
             )
-            for row in rows:
-                gone = await conn.execute(
-                    delete(ltm_entries).where(
-                        _pk(row.scope, row.key), ltm_entries.c.version == row.version
-                    )
-                )
-                if gone.rowcount == 1:  # else: replaced meanwhile (PostgreSQL), not expired
-                    await _record(
-                        conn, row.scope, row.key, row.version + 1, None, "expire", row.expires_at
-                    )
-                    pruned += 1
-        if len(rows) < batch or pruned == before:
-            return pruned
+            if gone.rowcount == 1:  # else: replaced meanwhile (PostgreSQL), not expired
+                _record(conn, row.scope, row.key, row.version + 1, None, "expire", row.expires_at)
+                pruned += 1
+        return len(rows), pruned
+
+    total = 0
+    while True:
+        seen, pruned = await db.run_write(prune_batch)
+        total += pruned
+        if seen < batch or pruned == 0:
+            return total

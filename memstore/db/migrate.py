@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, text
 
@@ -104,12 +104,14 @@ async def ensure_schema(database: Database, *, upgrade: bool = True) -> str | No
     """
     if await _stamped_revision(database) == SCHEMA_HEAD:
         return None
-    async with database.write() as conn:
-        if database.dialect == "postgresql":
+
+    def check_and_upgrade(conn: Connection) -> str | None:
+        if conn.dialect.name == "postgresql":
             # Concurrent first opens would race on CREATE TABLE; serialize them.
-            await conn.execute(text("SELECT pg_advisory_xact_lock(7243520190)"))
-        result: Any = await conn.run_sync(_check_and_upgrade, upgrade)
-        return result  # type: ignore[no-any-return]
+            conn.execute(text("SELECT pg_advisory_xact_lock(7243520190)"))
+        return _check_and_upgrade(conn, upgrade)
+
+    return await database.run_write(check_and_upgrade)
 
 
 async def _stamped_revision(database: Database) -> str | None:

@@ -10,8 +10,9 @@ increments the session version.
 from __future__ import annotations
 
 from datetime import datetime
+from functools import partial
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import Connection, delete, select, update
 
 from memstore.db.engine import Database
 from memstore.db.tables import compactions, items, sessions, summaries
@@ -36,62 +37,72 @@ async def prune(
     """
     if (before_version is None) == (before_time is None):
         raise ValidationError("before", "give exactly one of a version or a time")
-    async with db.write() as conn:
-        session = (await conn.execute(select(sessions).where(sessions.c.id == session_id))).first()
-        if session is None:
-            raise SessionNotFoundError(session_id)
-        query = select(compactions).where(compactions.c.session_id == session_id)
-        if before_version is not None:
-            query = query.where(compactions.c.committed_version < before_version)
-        else:
-            query = query.where(compactions.c.finished_at < before_time)
-        doomed = list(await conn.execute(query.order_by(compactions.c.number)))
-        if not doomed:
-            return 0, 0
-        # Compactions are pruned oldest first and without gaps, so the rest stays replayable.
-        first_kept = session.pruned_compactions + len(doomed) + 1
-        if [c.number for c in doomed] != list(range(session.pruned_compactions + 1, first_kept)):
-            raise ValidationError("before", "would leave a gap in the compaction history")
-        numbers = [c.number for c in doomed]
-        produced = dict(
-            (
-                await conn.execute(
-                    select(summaries.c.compaction_number, summaries.c.content).where(
-                        summaries.c.session_id == session_id,
-                        summaries.c.compaction_number.in_(numbers),
-                    )
-                )
-            ).all()
+    return await db.run_write(
+        partial(
+            _prune, session_id=session_id, before_version=before_version, before_time=before_time
         )
-        base_summary, base_tokens = session.base_summary, session.base_summary_tokens
-        for comp in doomed:
-            if comp.summary_action in ("replaced", "trimmed"):
-                base_summary, base_tokens = produced[comp.number], comp.summary_tokens
-            elif comp.summary_action == "removed":
-                base_summary, base_tokens = None, None
-        in_doomed = (items.c.session_id == session_id) & items.c.removed_by.in_(numbers)
-        removed = await conn.execute(delete(items).where(in_doomed))
-        await conn.execute(
-            delete(summaries).where(
-                summaries.c.session_id == session_id, summaries.c.compaction_number.in_(numbers)
+    )
+
+
+def _prune(
+    conn: Connection,
+    session_id: str,
+    before_version: int | None,
+    before_time: datetime | None,
+) -> tuple[int, int]:
+    session = conn.execute(select(sessions).where(sessions.c.id == session_id)).first()
+    if session is None:
+        raise SessionNotFoundError(session_id)
+    query = select(compactions).where(compactions.c.session_id == session_id)
+    if before_version is not None:
+        query = query.where(compactions.c.committed_version < before_version)
+    else:
+        query = query.where(compactions.c.finished_at < before_time)
+    doomed = conn.execute(query.order_by(compactions.c.number)).all()
+    if not doomed:
+        return 0, 0
+    # Compactions are pruned oldest first and without gaps, so the rest stays replayable.
+    first_kept = session.pruned_compactions + len(doomed) + 1
+    if [c.number for c in doomed] != list(range(session.pruned_compactions + 1, first_kept)):
+        raise ValidationError("before", "would leave a gap in the compaction history")
+    numbers = [c.number for c in doomed]
+    produced = dict(
+        conn.execute(
+            select(summaries.c.compaction_number, summaries.c.content).where(
+                summaries.c.session_id == session_id,
+                summaries.c.compaction_number.in_(numbers),
             )
+        ).all()
+    )
+    base_summary, base_tokens = session.base_summary, session.base_summary_tokens
+    for comp in doomed:
+        if comp.summary_action in ("replaced", "trimmed"):
+            base_summary, base_tokens = produced[comp.number], comp.summary_tokens
+        elif comp.summary_action == "removed":
+            base_summary, base_tokens = None, None
+    in_doomed = (items.c.session_id == session_id) & items.c.removed_by.in_(numbers)
+    removed = conn.execute(delete(items).where(in_doomed))
+    conn.execute(
+        delete(summaries).where(
+            summaries.c.session_id == session_id, summaries.c.compaction_number.in_(numbers)
         )
-        await conn.execute(
-            delete(compactions).where(
-                compactions.c.session_id == session_id, compactions.c.number.in_(numbers)
-            )
+    )
+    conn.execute(
+        delete(compactions).where(
+            compactions.c.session_id == session_id, compactions.c.number.in_(numbers)
         )
-        await conn.execute(
-            update(sessions)
-            .where(sessions.c.id == session_id)
-            .values(
-                pruned_items=sessions.c.pruned_items + removed.rowcount,
-                pruned_compactions=sessions.c.pruned_compactions + len(doomed),
-                base_version=doomed[-1].committed_version,
-                base_summary=base_summary,
-                base_summary_tokens=base_tokens,
-            )
+    )
+    conn.execute(
+        update(sessions)
+        .where(sessions.c.id == session_id)
+        .values(
+            pruned_items=sessions.c.pruned_items + removed.rowcount,
+            pruned_compactions=sessions.c.pruned_compactions + len(doomed),
+            base_version=doomed[-1].committed_version,
+            base_summary=base_summary,
+            base_summary_tokens=base_tokens,
         )
+    )
     return len(doomed), removed.rowcount
 
 
@@ -101,13 +112,16 @@ async def purge(db: Database, session_id: str) -> int:
     Raises:
         SessionNotFoundError: no such session.
     """
-    async with db.write() as conn:
-        where = sessions.c.id == session_id
-        if (await conn.execute(select(sessions.c.id).where(where))).first() is None:
-            raise SessionNotFoundError(session_id)
-        await conn.execute(delete(summaries).where(summaries.c.session_id == session_id))
-        gone = await conn.execute(delete(items).where(items.c.session_id == session_id))
-        await conn.execute(delete(compactions).where(compactions.c.session_id == session_id))
-        await conn.execute(delete(sessions).where(where))
+    return await db.run_write(partial(_purge, session_id=session_id))
+
+
+def _purge(conn: Connection, session_id: str) -> int:
+    where = sessions.c.id == session_id
+    if conn.execute(select(sessions.c.id).where(where)).first() is None:
+        raise SessionNotFoundError(session_id)
+    conn.execute(delete(summaries).where(summaries.c.session_id == session_id))
+    gone = conn.execute(delete(items).where(items.c.session_id == session_id))
+    conn.execute(delete(compactions).where(compactions.c.session_id == session_id))
+    conn.execute(delete(sessions).where(where))
     count: int = gone.rowcount
     return count

@@ -189,14 +189,15 @@ async def import_records(db: Database, records: Iterable[Mapping[str, Any]]) -> 
         ConflictError: the database already has a session with that id (nothing written).
     """
     session_id, rows = parse_records(records)
-    async with db.write() as conn:
-        exists = (
-            await conn.execute(select(sessions.c.id).where(sessions.c.id == session_id))
-        ).first()
-        if exists is not None:
-            raise ConflictError(f"session {session_id!r} already exists in this database")
-        for table in TABLES.values():
-            batch = [values for owner, values in rows if owner is table]
-            if batch:
-                await conn.execute(insert(table), batch)
+    await db.run_write(partial(_insert_rows, session_id=session_id, rows=rows))
     return session_id
+
+
+def _insert_rows(conn: Connection, session_id: str, rows: Rows) -> None:
+    exists = conn.execute(select(sessions.c.id).where(sessions.c.id == session_id)).first()
+    if exists is not None:
+        raise ConflictError(f"session {session_id!r} already exists in this database")
+    for table in TABLES.values():
+        batch = [values for owner, values in rows if owner is table]
+        if batch:
+            conn.execute(insert(table), batch)

@@ -1,0 +1,259 @@
+"""The one connection recipe: URLs, SQLite files, engines, pragmas, transactions, fork safety.
+
+Every connection memstore opens is made here, so every one of them behaves the same.
+
+SQLite, and why:
+
+* ``journal_mode=WAL``: readers never block the writer and the writer never blocks readers.
+  WAL is persistent (a property of the file), so it is switched on once, when the store is
+  opened (:func:`enable_wal`), not on every connection: the switch needs an exclusive lock,
+  and SQLite answers SQLITE_BUSY to it at once, without consulting the busy handler.
+* ``BEGIN IMMEDIATE`` for every write transaction: it takes the write lock up front, so a
+  read-then-write transaction can never fail half-way with SQLITE_BUSY_SNAPSHOT (which the
+  busy handler cannot retry). Reads use a plain (deferred) ``BEGIN``: one consistent
+  snapshot. pysqlite's own transaction handling is switched off (``isolation_level=None``,
+  SQLAlchemy's documented recipe) so that these statements are the only ones that open
+  transactions, and SAVEPOINTs work.
+* ``busy_timeout``: a writer waits this long for the lock, then gets :class:`LockTimeoutError`.
+* ``synchronous``: FULL by default, see :mod:`memstore.config`.
+* ``foreign_keys=ON``: SQLite ignores foreign keys unless told otherwise, per connection.
+
+SQLite runs on SQLAlchemy's sync engine over the stdlib driver, driven from memstore's own
+threads (:mod:`memstore.db.writer` for writes, a reader pool for reads); PostgreSQL runs on
+SQLAlchemy's async engine. URLs keep their async driver names (``sqlite+aiosqlite``), which is
+what a user may pass.
+
+A connection belongs to the process that opened it. After ``fork`` the child replaces every
+engine's pool without closing the parent's connections (``dispose(close=False)``, SQLAlchemy's
+recipe), and the pool also refuses, on checkout, any connection opened by another process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import time
+import weakref
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import create_engine, event, exc
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.pool import StaticPool
+
+from memstore.config import Settings
+from memstore.db.errors import translate_errors
+from memstore.errors import (
+    DatabaseMissingError,
+    LockTimeoutError,
+    NotADatabaseError,
+    StorageError,
+    ValidationError,
+)
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+#: The execution option that makes a connection's transactions ``BEGIN IMMEDIATE``.
+WRITE_OPTION = "memstore_write"
+_ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg"}
+#: Pause between attempts to switch a busy database to WAL.
+_WAL_RETRY_S = 0.02
+
+
+def dialect_insert(dialect: str) -> Any:
+    """The ``insert`` with ``on_conflict_do_nothing`` for ``dialect``.
+
+    Imported on demand: the PostgreSQL dialect alone costs ~40 ms at start-up, which every
+    SQLite user (and every CLI command) would otherwise pay.
+    """
+    if dialect == "postgresql":
+        from sqlalchemy.dialects import postgresql
+
+        return postgresql.insert
+    from sqlalchemy.dialects import sqlite
+
+    return sqlite.insert
+
+
+def normalize_url(url_or_path: str | os.PathLike[str]) -> str:
+    """A SQLAlchemy async URL for ``url_or_path``.
+
+    A plain path becomes ``sqlite+aiosqlite:///<absolute path>``; ``sqlite://`` and
+    ``postgresql://`` get their async driver; other URLs pass through unchanged.
+    """
+    raw = os.fspath(url_or_path)
+    if not isinstance(raw, str) or not raw.strip():
+        raise ValidationError("db", "must be a database URL or a file path")
+    if "://" not in raw:
+        return f"sqlite+aiosqlite:///{Path(raw).expanduser().resolve()}"
+    url = make_url(raw)
+    if url.drivername in _ASYNC_DRIVERS:
+        url = url.set(drivername=_ASYNC_DRIVERS[url.drivername])
+    return url.render_as_string(hide_password=False)
+
+
+def is_sqlite(url: str) -> bool:
+    """Whether ``url`` (normalized) names an SQLite database, a file or in memory."""
+    return make_url(url).get_backend_name() == "sqlite"
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file behind a SQLite URL (``None`` for other backends or in-memory databases)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database)
+
+
+def prepare_sqlite_file(path: Path, *, create: bool = True) -> None:
+    """Refuse a file that is not a database; create a new one readable by its owner only.
+
+    The header is checked *before* SQLite opens the file: SQLite would happily turn an empty
+    page into WAL mode, and we never write to a file that was not ours.
+    """
+    if path.exists():
+        if path.is_dir():
+            raise NotADatabaseError(f"{path} is a directory, not an SQLite database")
+        with translate_errors(), path.open("rb") as handle:
+            header = handle.read(len(SQLITE_HEADER))
+        if header and header != SQLITE_HEADER:
+            raise NotADatabaseError(f"{path} is not an SQLite database (left untouched)")
+        return
+    if not create:
+        raise DatabaseMissingError(f"no database at {path}")
+    if not path.parent.is_dir():
+        raise StorageError(f"directory {path.parent} does not exist")
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        os.close(fd)
+    except FileExistsError:
+        pass  # another process created it first: fine, it is the same database
+    except OSError as error:
+        raise StorageError(f"cannot create {path}: {error.strerror}") from None
+
+
+def enable_wal(path: Path, timeout_s: float) -> None:
+    """Put the SQLite file in WAL mode, retrying while another process holds a lock.
+
+    Raises:
+        LockTimeoutError: the file stayed locked for ``timeout_s``.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with (
+                translate_errors(),
+                contextlib.closing(
+                    sqlite3.connect(path, timeout=timeout_s, isolation_level=None)
+                ) as conn,
+            ):
+                mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+                if mode.lower() != "wal":
+                    conn.execute("PRAGMA journal_mode = WAL")
+                return
+        except LockTimeoutError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(_WAL_RETRY_S)
+
+
+def sqlite_engine(path: Path | None, settings: Settings) -> Engine:
+    """SQLAlchemy's sync engine for a SQLite file (``None``: a private in-memory database).
+
+    The pool never makes a check-out wait (no overflow limit): the writer keeps one
+    connection, and a reader blocked on the pool could be the one a transaction needs. An
+    in-memory database exists only inside its one connection, so there it is shared
+    (``StaticPool``) and every read and write goes through the writer thread.
+    """
+    connect_args = {"timeout": settings.busy_timeout_s, "check_same_thread": False}
+    if path is None:
+        engine = create_engine(
+            "sqlite+pysqlite://",
+            hide_parameters=True,
+            connect_args=connect_args,
+            poolclass=StaticPool,
+        )
+    else:
+        engine = create_engine(
+            f"sqlite+pysqlite:///{path}",
+            hide_parameters=True,
+            connect_args=connect_args,
+            pool_size=5,
+            max_overflow=-1,
+        )
+    _install_sqlite_recipe(engine, settings)
+    _install_fork_guard(engine)
+    return engine
+
+
+def _install_sqlite_recipe(engine: Engine, settings: Settings) -> None:
+    busy_ms = int(settings.busy_timeout_s * 1000)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves (module docstring)
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {busy_ms}")
+            cursor.execute("PRAGMA foreign_keys = ON")
+            cursor.execute(f"PRAGMA synchronous = {settings.sqlite_synchronous}")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        write = connection.get_execution_options().get(WRITE_OPTION, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def async_engine(url: str, settings: Settings) -> AsyncEngine:
+    """SQLAlchemy's :class:`AsyncEngine` for a server database (PostgreSQL)."""
+    # Imported here: it loads the ORM, which SQLite files (and so most CLI commands) never use.
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    # Statement parameters hold stored content: keep them out of exception text (and so out
+    # of tracebacks and logs), whatever a caller does with a chained cause.
+    kwargs: dict[str, Any] = {"hide_parameters": True, "pool_pre_ping": True}
+    timeout_ms = str(int(settings.busy_timeout_s * 1000))
+    driver = make_url(url).get_driver_name()
+    # lock_timeout bounds a wait for a row lock exactly as busy_timeout does on SQLite, so a
+    # stuck writer surfaces as LockTimeoutError instead of hanging an agent turn.
+    if driver == "asyncpg":
+        kwargs["connect_args"] = {"server_settings": {"lock_timeout": timeout_ms}}
+    elif driver == "psycopg":
+        kwargs["connect_args"] = {"options": f"-c lock_timeout={timeout_ms}"}
+    try:
+        engine = create_async_engine(url, **kwargs)
+    except (exc.ArgumentError, exc.NoSuchModuleError, ImportError) as error:
+        raise ValidationError("db", f"unsupported database URL ({error})") from None
+    _install_fork_guard(engine.sync_engine)
+    return engine
+
+
+def _install_fork_guard(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _remember_pid(_dbapi: Any, record: Any) -> None:
+        record.info["pid"] = os.getpid()
+
+    @event.listens_for(engine, "checkout")
+    def _refuse_foreign(_dbapi: Any, record: Any, proxy: Any) -> None:
+        if record.info.get("pid") != os.getpid():
+            # Inherited through fork: never touch it (its socket or thread is the parent's).
+            record.dbapi_connection = proxy.dbapi_connection = None
+            raise exc.DisconnectionError("connection belongs to another process")
+
+    _LIVE_ENGINES.add(engine)
+
+
+_LIVE_ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
+def _reset_pools_in_child() -> None:
+    for engine in list(_LIVE_ENGINES):
+        engine.dispose(close=False)  # the parent still owns those connections
+
+
+os.register_at_fork(after_in_child=_reset_pools_in_child)

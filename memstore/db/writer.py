@@ -1,0 +1,225 @@
+"""The SQLite writer: one thread per database file and process owns the write connection.
+
+SQLite has one writer at a time, so memstore gives each (process, file) exactly one: a thread
+holding one connection. Every write is a job, a plain function ``fn(connection)``; callers
+queue jobs and await a future. The thread takes everything queued, and:
+
+1. opens one ``BEGIN IMMEDIATE`` transaction (waiting up to the busy timeout for the lock,
+   which another process may hold);
+2. runs each job in its own ``SAVEPOINT``: a job that raises rolls back its own statements
+   only, and its caller gets the error;
+3. commits, then answers every caller. One fsync makes the whole batch durable (group
+   commit), and no caller hears "stored" before the COMMIT that stored its write.
+
+If the transaction itself fails (BEGIN or COMMIT, or SQLite rolling everything back on a full
+disk or an I/O error), nothing of the batch is stored and every caller hears so. The thread
+then opens a fresh connection for the next batch.
+
+A caller that is cancelled before its job started writes nothing (the job's future is
+cancelled and the thread skips it); once started, the job commits with its batch, and only
+the answer is lost, as with any call whose caller stops waiting.
+
+The event loop never runs SQLite: it only queues a job and awaits ``asyncio.wrap_future``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import os
+import queue
+import threading
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from sqlalchemy.engine import Connection, Engine
+
+from memstore.db.connection import WRITE_OPTION
+from memstore.db.errors import translate_errors
+from memstore.errors import StorageError
+
+T = TypeVar("T")
+
+#: Jobs per transaction at most. A batch holds the write lock while it runs, and other
+#: processes wait for it; a few hundred short writes keep that wait at one commit's order.
+MAX_BATCH = 256
+
+Job = Callable[[Connection], Any]
+
+
+@dataclass
+class _Queued:
+    fn: Job
+    future: concurrent.futures.Future[Any]
+
+
+class SqliteWriter:
+    """The writer thread of one SQLite database in this process.
+
+    Args:
+        engine: The database's sync engine (:func:`memstore.db.connection.sqlite_engine`);
+            the thread checks one connection out of it and keeps it.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self.pid = os.getpid()
+        self._jobs: queue.SimpleQueue[_Queued | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()  # orders submit() against close()
+        self._closed = False
+        self._stopped: concurrent.futures.Future[None] = concurrent.futures.Future()
+        # The thread's function holds the queue, not this object: a writer that is dropped
+        # without close() is collected, and its finalizer stops the thread.
+        thread = threading.Thread(
+            target=_serve,
+            args=(engine, self._jobs, self._stopped),
+            name="memstore-sqlite-writer",
+            daemon=True,  # a store never closed must not keep the interpreter alive
+        )
+        thread.start()
+        weakref.finalize(self, self._jobs.put, None)
+
+    def submit(self, fn: Callable[[Connection], T]) -> concurrent.futures.Future[T]:
+        """Queue ``fn`` to run in the next batch; a future of its outcome, set after COMMIT.
+
+        Raises:
+            StorageError: the writer was closed.
+        """
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        with self._lock:
+            if self._closed:
+                raise StorageError("the store is closed")
+            self._jobs.put(_Queued(fn, future))
+        return future
+
+    def close(self) -> concurrent.futures.Future[None]:
+        """Run every job queued so far, then stop; a future that is done once it stopped.
+
+        A future, not a join: the caller awaits it without another thread, which interpreter
+        shutdown would refuse to start when a store is closed from an ``atexit`` handler.
+        """
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._jobs.put(None)
+        return self._stopped
+
+
+def _serve(
+    engine: Engine,
+    jobs: queue.SimpleQueue[_Queued | None],
+    stopped: concurrent.futures.Future[None],
+) -> None:
+    """The writer thread: batches until the stop signal (``None``), then clean-up."""
+    conn: Connection | None = None
+    try:
+        stop = False
+        while not stop:
+            batch, stop = _next_batch(jobs)
+            started = [job for job in batch if job.future.set_running_or_notify_cancel()]
+            if started:
+                conn = _commit_batch(engine, conn, started)
+    finally:
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+        # Reached with jobs still queued only if this thread failed (a bug): answer them, or
+        # their callers would wait forever.
+        for job in _drain(jobs):
+            if job.future.set_running_or_notify_cancel():
+                job.future.set_exception(
+                    StorageError("the SQLite writer stopped before this write ran: not stored")
+                )
+        stopped.set_result(None)
+
+
+def _next_batch(jobs: queue.SimpleQueue[_Queued | None]) -> tuple[list[_Queued], bool]:
+    """Wait for a job, then take what else is queued: ``(jobs, whether to stop after)``."""
+    batch: list[_Queued] = []
+    job = jobs.get()
+    while job is not None:
+        batch.append(job)
+        if len(batch) >= MAX_BATCH:
+            return batch, False
+        try:
+            job = jobs.get_nowait()
+        except queue.Empty:
+            return batch, False
+    return batch, True
+
+
+def _drain(jobs: queue.SimpleQueue[_Queued | None]) -> list[_Queued]:
+    left: list[_Queued] = []
+    while True:
+        try:
+            job = jobs.get_nowait()
+        except queue.Empty:
+            return left
+        if job is not None:
+            left.append(job)
+
+
+def _commit_batch(
+    engine: Engine, conn: Connection | None, batch: list[_Queued]
+) -> Connection | None:
+    """Run ``batch`` in one transaction and answer every job; the connection to reuse."""
+    outcomes: list[tuple[bool, Any]] = []
+    try:
+        with translate_errors():
+            if conn is None:
+                conn = engine.connect().execution_options(**{WRITE_OPTION: True})
+            with conn.begin():  # BEGIN IMMEDIATE (the connection's recipe); COMMIT on exit
+                for job in batch:
+                    outcomes.append(_run_in_savepoint(conn, job.fn))
+    except Exception as error:
+        # Nothing of the batch is stored. A job that had failed on its own keeps its own
+        # error; every other caller hears why the transaction failed.
+        for index, job in enumerate(batch):
+            if index < len(outcomes) and not outcomes[index][0]:
+                job.future.set_exception(outcomes[index][1])
+            else:
+                job.future.set_exception(_not_stored(error))
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()  # a fresh connection for the next batch: this one failed
+        return None
+    for job, (ok, value) in zip(batch, outcomes, strict=True):
+        if ok:
+            job.future.set_result(value)
+        else:
+            job.future.set_exception(value)
+    return conn
+
+
+def _run_in_savepoint(conn: Connection, fn: Job) -> tuple[bool, Any]:
+    """``fn(conn)`` inside a SAVEPOINT: ``(True, result)``, or ``(False, error)`` rolled back.
+
+    Raises:
+        The job's error, when SQLite itself ended the whole transaction (it does on
+        SQLITE_FULL, IOERR and NOMEM): then no savepoint is left to roll back to, and the
+        batch's other writes are gone too.
+    """
+    savepoint = conn.begin_nested()
+    try:
+        with translate_errors():
+            value = fn(conn)
+    except Exception as error:
+        if not conn.connection.dbapi_connection.in_transaction:  # type: ignore[union-attr]
+            raise
+        with translate_errors():
+            savepoint.rollback()
+        return False, error
+    with translate_errors():
+        savepoint.commit()
+    return True, value
+
+
+def _not_stored(error: Exception) -> StorageError:
+    """The error a caller hears whose write was in a transaction that failed as a whole."""
+    if isinstance(error, StorageError):
+        copy = type(error)(str(error))  # one instance per caller: each raises its own
+    else:
+        copy = StorageError(f"the write was not stored ({type(error).__name__})")
+    copy.__cause__ = error.__cause__ if isinstance(error, StorageError) else error
+    return copy
