@@ -14,7 +14,7 @@ every compaction it reads ``build_model_input()`` and checks each fact planted s
 
 Two summarizers run over the same sessions: the :class:`~memstore.ExtractiveSummarizer`, and
 the :class:`~memstore.OpenAISummarizer` through the real ``openai`` client against a scripted
-stand-in of ``/v1/responses`` (memstore.standin) that decodes the fenced data it was sent and
+stand-in of ``/v1/responses`` (memstore.offline_model) that decodes the fenced data it was sent and
 answers what the extractive summarizer would. The second run measures the model path's
 plumbing (fencing and escaping round trip, folding the previous summary, usage), not a real
 model's judgement; its summaries should equal the first run's.
@@ -48,7 +48,7 @@ from memstore import (
     Priority,
     Settings,
 )
-from memstore.standin import StandInModel, extractive_brain
+from memstore.offline_model import StandInModel, extractive_brain
 from memstore.summarizers import Summarizer
 
 SERVICES = ["checkout", "payments", "fraud", "inventory", "search", "billing", "ledger", "auth"]

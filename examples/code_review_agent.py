@@ -43,9 +43,7 @@ from memstore import MemoryKind, MemoryStore, Priority
 from memstore.agent import Agent, Tool, TurnResult
 from memstore.cli.chat import compaction_line, tool_line
 from memstore.config import ModelSettings
-from memstore.responses import MEMORIES_CLOSE, MEMORIES_OPEN
-from memstore.responses_client import make_client
-from memstore.standin import (
+from memstore.offline_model import (
     Reply,
     StandInModel,
     current_turn,
@@ -56,6 +54,8 @@ from memstore.standin import (
     text_reply,
     tool_call_reply,
 )
+from memstore.responses import MEMORIES_CLOSE, MEMORIES_OPEN
+from memstore.responses_client import make_client
 
 SCOPE = "agent:code-reviewer"
 #: Files larger than this are not read whole into a model's context.

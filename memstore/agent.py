@@ -324,7 +324,7 @@ class Agent:
 
 def memory_tools_for(memory: SessionMemory, scope: str) -> list[Tool]:
     """:func:`memory_tools` on the store behind ``memory``."""
-    return memory_tools(memory.store.ltm, scope)
+    return memory_tools(memory.ltm, scope)
 
 
 def _call_fields(call: Any) -> tuple[str, str, str]:

@@ -19,9 +19,19 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from memstore.db.audit import Ledger
 from memstore.model import ITEM_OVERHEAD_TOKENS
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """Everything the invariants look at for one session."""
+
+    session: dict[str, Any]
+    items: list[dict[str, Any]]
+    compactions: list[dict[str, Any]]
+    summaries: list[dict[str, Any]]
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memstore.config import fault_point
@@ -64,7 +65,9 @@ from memstore.tokens import TokenEstimator
 from memstore.validation import validate_idempotency_key, validate_text
 
 if TYPE_CHECKING:
-    from memstore.store import MemoryStore
+    from memstore.config import Settings
+    from memstore.db import Database
+    from memstore.ltm import LongTermMemory
 
 
 log = logging.getLogger("memstore")
@@ -73,6 +76,20 @@ Observer = Callable[[CompactionReport], Any]
 #: Plans one call may make (lost races and follow-up compactions together) before it gives
 #: up: the winner already bounded the session, and the next append will look again.
 MAX_COMPACTION_ROUNDS = 4
+
+
+@dataclass(frozen=True)
+class Worker:
+    """Who holds a lease and runs a compaction: this host, this process, and a nonce for the
+    case of two stores in one process."""
+
+    host: str
+    nonce: str
+
+    @property
+    def id(self) -> str:
+        """``host:pid:nonce``: the pid read now, so a forked child is a worker of its own."""
+        return f"{self.host}:{os.getpid()}:{self.nonce}"
 
 
 class SessionMemory:
@@ -84,24 +101,29 @@ class SessionMemory:
 
     def __init__(
         self,
-        store: MemoryStore,
         session_id: str,
+        *,
+        database: Database,
+        settings: Settings,
+        worker: Worker,
+        ltm: LongTermMemory,
         limits: MemoryLimits,
         estimator: TokenEstimator,
         summarizer: Summarizer,
-        *,
         ltm_scopes: Iterable[str] = (),
         ltm_budget: int | None = None,
     ) -> None:
-        self.store = store
         self.session_id = session_id
+        self.settings = settings
+        self.worker = worker
+        self.ltm = ltm
         self.limits = limits
         self.estimator = estimator
         self.summarizer = summarizer
         self.ltm_scopes = validate_scopes(ltm_scopes)
         self.ltm_budget = memory_budget(ltm_budget, limits)
         self._observers: list[Observer] = []
-        self._db = store.database
+        self._db = database
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -137,7 +159,7 @@ class SessionMemory:
         role_ = parse_role(role)
         kind_ = DEFAULT_KIND[role_] if kind is None else parse_kind(kind)
         check_kind_role(kind_, role_)
-        text = validate_text("content", content, max_bytes=self.store.settings.max_item_bytes)
+        text = validate_text("content", content, max_bytes=self.settings.max_item_bytes)
         new = appends.NewItem(
             role=role_,
             kind=kind_,
@@ -219,9 +241,9 @@ class SessionMemory:
     async def _compact_once(
         self, trigger: str, attempt: int
     ) -> CompactionReport | CompactionConflictError | None:
-        owner = self.store.worker_id
+        owner = self.worker.id
         token = await compaction.acquire_lease(
-            self._db, self.session_id, owner, self.store.settings.lease_s, time.time()
+            self._db, self.session_id, owner, self.settings.lease_s, time.time()
         )
         if token is None:
             return None  # another worker holds the lease and is compacting
@@ -251,7 +273,7 @@ class SessionMemory:
                         trigger=trigger,
                         summarizer=summarizer_name(self.summarizer) if seconds else None,
                         limits=self.limits,
-                        worker_host=self.store.worker_host,
+                        worker_host=self.worker.host,
                         worker_pid=os.getpid(),
                         started_at=started,
                         summarize_seconds=seconds or 0.0,
@@ -280,11 +302,11 @@ class SessionMemory:
             try:
                 new_summary = await asyncio.wait_for(
                     self.summarizer(snap.summary, draft.candidates),
-                    timeout=self.store.settings.summarizer_timeout_s,
+                    timeout=self.settings.summarizer_timeout_s,
                 )
                 usage = getattr(new_summary, "usage", None)
             except TimeoutError:
-                error = f"timed out after {self.store.settings.summarizer_timeout_s:g}s"
+                error = f"timed out after {self.settings.summarizer_timeout_s:g}s"
             except Exception as exc:  # any summarizer failure is recorded, never raised
                 error = f"{type(exc).__name__}: {exc}"
             seconds = time.perf_counter() - began
@@ -351,7 +373,7 @@ class SessionMemory:
         snap = await self._snapshot_checked()
         memories = None
         if self.ltm_scopes:
-            memories = await self.store.ltm.memories(
+            memories = await self.ltm.memories(
                 self.ltm_scopes, self.estimator.count, self.ltm_budget
             )
         if snap is None:

@@ -47,10 +47,9 @@ class MemoryStore:
     def __init__(self, database: Database, settings: Settings) -> None:
         self._db = database
         self.settings = settings
-        # Identifies this worker's leases and reports: host, pid, and a nonce for the case
-        # of two stores in one process.
-        self.worker_host = socket.gethostname()
-        self._nonce = uuid.uuid4().hex[:8]
+        from memstore.session import Worker
+
+        self.worker = Worker(socket.gethostname(), uuid.uuid4().hex[:8])
 
     @functools.cached_property
     def ltm(self) -> LongTermMemory:
@@ -114,7 +113,7 @@ class MemoryStore:
     @property
     def worker_id(self) -> str:
         """This worker's identity in leases: ``host:pid:nonce``."""
-        return f"{self.worker_host}:{os.getpid()}:{self._nonce}"
+        return self.worker.id
 
     def session(
         self,
@@ -146,11 +145,14 @@ class MemoryStore:
         from memstore.tokens import TiktokenEstimator
 
         return SessionMemory(
-            self,
             validate_session_id(session_id),
-            limits or MemoryLimits.from_env(),
-            estimator or TiktokenEstimator(),
-            summarizer or ExtractiveSummarizer(),
+            database=self._db,
+            settings=self.settings,
+            worker=self.worker,
+            ltm=self.ltm,
+            limits=limits or MemoryLimits.from_env(),
+            estimator=estimator or TiktokenEstimator(),
+            summarizer=summarizer or ExtractiveSummarizer(),
             ltm_scopes=ltm_scopes,
             ltm_budget=ltm_budget,
         )

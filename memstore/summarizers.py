@@ -255,13 +255,3 @@ class ExtractiveSummarizer:
                 request.append(sentence)
         if from_user and request:
             digest.objective = _clip(" ".join(request))
-
-
-def __getattr__(name: str) -> Any:
-    # ``from memstore.summarizers import OpenAISummarizer`` keeps working without this
-    # module importing the OpenAI side (and without an import cycle).
-    if name == "OpenAISummarizer":
-        from memstore.openai_summarizer import OpenAISummarizer
-
-        return OpenAISummarizer
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -105,14 +105,16 @@ def build_template(factory: pytest.TempPathFactory) -> Path:
 
 
 @asynccontextmanager
-async def open_memory(template: Path, db_path: Path) -> AsyncIterator[SessionMemory]:
+async def open_memory(
+    template: Path, db_path: Path
+) -> AsyncIterator[tuple[MemoryStore, SessionMemory]]:
     """A session with one item, in a store whose items may be at most 100 bytes."""
     shutil.copy2(template, db_path)
     async with MemoryStore.open(db_path, settings=Settings(max_item_bytes=MAX_BYTES)) as store:
         handle = store.session(SESSION, limits=LIMITS, estimator=WordEstimator())
         assert [i.content for i in await handle.items()] == [FIRST]
         assert counts(db_path)["items"] == 1
-        yield handle
+        yield store, handle
 
 
 # Fixtures of the bad-input modules (conftest loads this module as a plugin).
@@ -125,7 +127,19 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-async def memory(template: Path, db_path: Path) -> AsyncIterator[SessionMemory]:
-    """A fresh copy of the template, opened with a 100-byte item limit."""
-    async with open_memory(template, db_path) as handle:
-        yield handle
+async def opened(template: Path, db_path: Path) -> AsyncIterator[tuple[MemoryStore, SessionMemory]]:
+    """A fresh copy of the template, opened with a 100-byte item limit: (store, session)."""
+    async with open_memory(template, db_path) as pair:
+        yield pair
+
+
+@pytest.fixture
+def memory(opened: tuple[MemoryStore, SessionMemory]) -> SessionMemory:
+    """The one-item session of :func:`opened`."""
+    return opened[1]
+
+
+@pytest.fixture
+def bad_store(opened: tuple[MemoryStore, SessionMemory]) -> MemoryStore:
+    """The store of :func:`opened`."""
+    return opened[0]

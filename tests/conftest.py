@@ -1,6 +1,7 @@
 """Hermetic test setup: real SQLite files under tmp_path, no network, no real model.
 
-* ``MEMSTORE_DB`` points at the test's tmp_path, so nothing touches ./memstore.db.
+* Every ``MEMORY_*`` and ``MEMSTORE_*`` variable is cleared (the PostgreSQL test URL aside),
+  and ``MEMSTORE_DB`` points at the test's tmp_path, so nothing touches ./memstore.db.
 * Sockets may connect to loopback only: a test that tries to reach the internet fails loudly.
 * ``OPENAI_API_KEY`` is removed and ``OPENAI_BASE_URL`` points at a closed local port, so an
   accidental real model call fails instead of spending money.
@@ -43,10 +44,14 @@ def _loopback_only(self: socket.socket, address: object) -> None:
 
 @pytest.fixture(autouse=True)
 def hermetic(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    # A developer's or CI's own settings (MEMORY_HARD_LIMIT=60, MEMSTORE_BUSY_TIMEOUT=0.05)
+    # must not change what the tests see.
+    for name in list(os.environ):
+        if name.startswith(("MEMORY_", "MEMSTORE_")) and name != "MEMSTORE_TEST_POSTGRES_URL":
+            monkeypatch.delenv(name)
     monkeypatch.setenv("MEMSTORE_DB", str(tmp_path / "env.db"))
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
-    monkeypatch.delenv("MEMSTORE_FAULT", raising=False)
     monkeypatch.setattr(socket.socket, "connect", _loopback_only)
     yield
 

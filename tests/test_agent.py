@@ -23,8 +23,7 @@ from memstore import (
 )
 from memstore.agent import DEFAULT_INSTRUCTIONS, Agent, Tool, check_arguments
 from memstore.errors import ConfigurationError, ModelCallError, ToolLoopError
-from memstore.responses import DECISION_LABEL, MEMORIES_OPEN, TOOL_LABEL
-from memstore.standin import (
+from memstore.offline_model import (
     Reply,
     StandInModel,
     error_reply,
@@ -33,6 +32,7 @@ from memstore.standin import (
     text_reply,
     tool_call_reply,
 )
+from memstore.responses import DECISION_LABEL, MEMORIES_OPEN, TOOL_LABEL
 from memstore.summarizers import ExtractiveSummarizer
 
 SCOPE = "user:alice"

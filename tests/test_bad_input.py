@@ -205,7 +205,9 @@ async def test_invalid_idempotency_key(memory: SessionMemory, db_path: Path, key
     )
 
 
-async def test_idempotency_key_reuse(memory: SessionMemory, db_path: Path) -> None:
+async def test_idempotency_key_reuse(
+    memory: SessionMemory, bad_store: MemoryStore, db_path: Path
+) -> None:
     first = await memory.add("tool", "p95 is 1720ms", idempotency_key="call-1")
     after_first = state(db_path)
     assert after_first[0]["items"] == 2
@@ -232,7 +234,7 @@ async def test_idempotency_key_reuse(memory: SessionMemory, db_path: Path) -> No
         assert "call-1" in str(error)
 
     # Keys are scoped to their session.
-    other = memory.store.session("s2", limits=LIMITS, estimator=WordEstimator())
+    other = bad_store.session("s2", limits=LIMITS, estimator=WordEstimator())
     elsewhere = await other.add("tool", "p95 is 90ms", idempotency_key="call-1")
     assert elsewhere.id != first.id
     assert counts(db_path)["items"] == 3
@@ -259,8 +261,10 @@ BAD_SESSION_IDS = {
 
 
 @pytest.mark.parametrize("session_id", BAD_SESSION_IDS.values(), ids=BAD_SESSION_IDS.keys())
-async def test_invalid_session_id(memory: SessionMemory, db_path: Path, session_id: object) -> None:
-    store = memory.store
+async def test_invalid_session_id(
+    memory: SessionMemory, bad_store: MemoryStore, db_path: Path, session_id: object
+) -> None:
+    store = bad_store
     before = state(db_path)
     for call in (
         lambda: store.session(session_id, estimator=WordEstimator()),  # type: ignore[arg-type]
@@ -275,12 +279,14 @@ async def test_invalid_session_id(memory: SessionMemory, db_path: Path, session_
     assert state(db_path) == before
 
 
-async def test_longest_session_id_is_accepted(memory: SessionMemory, db_path: Path) -> None:
+async def test_longest_session_id_is_accepted(
+    memory: SessionMemory, bad_store: MemoryStore, db_path: Path
+) -> None:
     longest = "a" + "b.c:d@e-f-g_" * 10 + "h" * 7
     assert len(longest) == 128
-    handle = memory.store.session(longest, limits=LIMITS, estimator=WordEstimator())
+    handle = bad_store.session(longest, limits=LIMITS, estimator=WordEstimator())
     await handle.add("user", "hello")
-    assert (await memory.store.session_info(longest)).items_total == 1
+    assert (await bad_store.session_info(longest)).items_total == 1
     assert counts(db_path)["sessions"] == 2
 
 
@@ -346,12 +352,12 @@ def test_limits_from_env() -> None:
 
 
 async def test_session_with_bad_env_limits_writes_nothing(
-    memory: SessionMemory, db_path: Path, monkeypatch: pytest.MonkeyPatch
+    memory: SessionMemory, bad_store: MemoryStore, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MEMORY_TARGET_LIMIT", "lots")
     before = state(db_path)
     with pytest.raises(ConfigurationError) as info:
-        memory.store.session(SESSION, estimator=WordEstimator())
+        bad_store.session(SESSION, estimator=WordEstimator())
     check_error(info.value, ConfigurationError, "MEMORY_TARGET_LIMIT")
     assert state(db_path) == before
 
@@ -436,8 +442,10 @@ def test_non_finite_settings_are_rejected(field: str, value: float) -> None:
 # -- the estimator a session was counted with -------------------------------------------------
 
 
-async def test_estimator_mismatch_is_refused(memory: SessionMemory, db_path: Path) -> None:
-    await memory.store.close()
+async def test_estimator_mismatch_is_refused(
+    memory: SessionMemory, bad_store: MemoryStore, db_path: Path
+) -> None:
+    await bad_store.close()
     async with MemoryStore.open(db_path) as store:
         other = store.session(SESSION, limits=LIMITS, estimator=ByteEstimator())
         error = await assert_rejected(
@@ -452,6 +460,8 @@ async def test_estimator_mismatch_is_refused(memory: SessionMemory, db_path: Pat
         assert counts(db_path)["items"] == 2
 
 
-async def test_refused_compaction_writes_nothing(memory: SessionMemory, db_path: Path) -> None:
-    other = memory.store.session(SESSION, limits=LIMITS, estimator=ByteEstimator())
+async def test_refused_compaction_writes_nothing(
+    memory: SessionMemory, bad_store: MemoryStore, db_path: Path
+) -> None:
+    other = bad_store.session(SESSION, limits=LIMITS, estimator=ByteEstimator())
     await assert_rejected(db_path, EstimatorMismatchError, "estimator", other.compact)

@@ -108,9 +108,9 @@ def _set_revision(path: Path, revision: str) -> None:
 
 @pytest.mark.parametrize("upgrade", [True, False])
 async def test_schema_newer_than_the_code_is_refused(
-    memory: SessionMemory, db_path: Path, upgrade: bool
+    memory: SessionMemory, bad_store: MemoryStore, db_path: Path, upgrade: bool
 ) -> None:
-    await memory.store.close()
+    await bad_store.close()
     close_leaked_connections()
     _set_revision(db_path, "9999zz")
     before_state = state(db_path)
@@ -156,9 +156,9 @@ async def test_create_false_on_a_missing_file(tmp_path: Path, missing_dir: bool)
 
 
 async def test_create_false_opens_an_existing_database(
-    memory: SessionMemory, db_path: Path
+    memory: SessionMemory, bad_store: MemoryStore, db_path: Path
 ) -> None:
-    await memory.store.close()
+    await bad_store.close()
     async with MemoryStore.open(db_path, create=False, upgrade=False) as store:
         items = await store.session(SESSION, estimator=WordEstimator()).items()
         assert [i.content for i in items] == [FIRST]
@@ -198,8 +198,10 @@ async def test_lock_timeout_is_typed_and_writes_nothing(db_path: Path) -> None:
         assert counts(db_path)["items"] == 2
 
 
-async def test_open_while_another_process_writes(memory: SessionMemory, db_path: Path) -> None:
-    await memory.store.close()
+async def test_open_while_another_process_writes(
+    memory: SessionMemory, bad_store: MemoryStore, db_path: Path
+) -> None:
+    await bad_store.close()
     holder = sqlite3.connect(db_path, isolation_level=None)
     try:
         holder.execute("BEGIN IMMEDIATE")
@@ -261,8 +263,10 @@ def _unprivileged(command: list[str]) -> list[str]:
     return [setpriv, "--bounding-set", drop, "--inh-caps", "-all", *command]
 
 
-async def test_read_only_database(memory: SessionMemory, db_path: Path) -> None:
-    await memory.store.close()
+async def test_read_only_database(
+    memory: SessionMemory, bad_store: MemoryStore, db_path: Path
+) -> None:
+    await bad_store.close()
     close_leaked_connections()
     assert sidecars(db_path) == []
     before_state, before_bytes = state(db_path), digest(db_path)

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from memstore.cli import main
-from memstore.standin import (
+from memstore.offline_model import (
     Reply,
     StandInModel,
     current_turn,

@@ -58,6 +58,21 @@ def acked(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
+def wait_for_acks(
+    acks: Path, workers: list[str], procs: list[subprocess.Popen[str]], timeout: float = 60
+) -> bool:
+    """Whether each worker acknowledged an append before ``timeout`` (or a worker exited)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lines = acked(acks)
+        if all(any(line.startswith(f"{worker}-") for line in lines) for worker in workers):
+            return True
+        if any(proc.poll() is not None for proc in procs):
+            return False
+        time.sleep(0.01)
+    return False
+
+
 async def check(db: Path | str) -> list[str]:
     async with MemoryStore.open(db) as store:
         return [str(v) for v in await store.check()]
@@ -177,7 +192,10 @@ def test_kill_9_at_random_moments(tmp_path: Path) -> None:
             )
             for i in range(3)
         ]
-        time.sleep(rng.uniform(0.8, 1.6))
+        # Kill only once every worker of the round has had an append acknowledged: on a
+        # loaded machine a kill could otherwise land before any, and prove nothing.
+        assert wait_for_acks(acks, [f"r{round_}w{i}" for i in range(3)], procs)
+        time.sleep(rng.uniform(0.0, 0.8))  # then at a random moment of the run
         for proc in procs:
             proc.send_signal(signal.SIGKILL)
         for proc in procs:

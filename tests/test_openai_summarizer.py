@@ -1,6 +1,6 @@
 """OpenAISummarizer through the real ``openai`` client, against a stand-in ``/v1/responses``.
 
-The stand-in (memstore.standin) records every request: these tests assert what is sent
+The stand-in (memstore.offline_model) records every request: these tests assert what is sent
 (the contract as instructions, the data fenced and escaped, never the noise) and what the
 store makes of each answer, including every way the call can fail.
 """
@@ -17,6 +17,15 @@ from openai import AsyncOpenAI
 
 from memstore import MemoryLimits, MemoryStore, OpenAISummarizer, Settings, WordEstimator
 from memstore.errors import ModelCallError
+from memstore.offline_model import (
+    Reply,
+    StandInModel,
+    error_reply,
+    extractive_brain,
+    input_items,
+    text_of,
+    text_reply,
+)
 from memstore.openai_summarizer import (
     ITEMS_CLOSE,
     ITEMS_OPEN,
@@ -27,15 +36,6 @@ from memstore.openai_summarizer import (
     render_summary_request,
 )
 from memstore.session import SessionMemory
-from memstore.standin import (
-    Reply,
-    StandInModel,
-    error_reply,
-    extractive_brain,
-    input_items,
-    text_of,
-    text_reply,
-)
 from memstore.summarizers import SummaryText
 
 MODEL = "gpt-summary-test"

@@ -125,7 +125,7 @@ async def _show_memory(agent: Agent, out: Console) -> None:
     summary = await memory.summary()
     out.print(Text("summary: ", style="bold").append(summary or "(none)", style=""))
     if agent.scope is not None:
-        entries = await memory.store.ltm.list(scope=agent.scope)
+        entries = await memory.ltm.list(scope=agent.scope)
         out.print(Text(f"long-term memories in {agent.scope}: {len(entries)}", style="bold"))
         for entry in entries:
             out.print(Text(f"  {entry.key} = {preview(str(entry.value))} (v{entry.version})"))

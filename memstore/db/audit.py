@@ -7,7 +7,6 @@ changing it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -15,16 +14,7 @@ from sqlalchemy import Connection, select, text
 
 from memstore.db.engine import Database
 from memstore.db.tables import compactions, items, sessions, summaries
-
-
-@dataclass(frozen=True)
-class Ledger:
-    """Everything the invariants look at for one session."""
-
-    session: dict[str, Any]
-    items: list[dict[str, Any]]
-    compactions: list[dict[str, Any]]
-    summaries: list[dict[str, Any]]
+from memstore.invariants import Ledger
 
 
 async def session_ids(db: Database) -> list[str]:

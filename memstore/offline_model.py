@@ -1,4 +1,4 @@
-"""A scripted stand-in for an OpenAI-compatible ``POST /v1/responses`` endpoint.
+"""An offline stand-in for an OpenAI-compatible ``POST /v1/responses`` endpoint (tests, demos).
 
 The model side (summaries, the agent, ``memstore chat``, the code-review example) must be
 testable and demonstrable without a key or a network. :class:`StandInModel` answers

@@ -1,0 +1,129 @@
+"""The layers of docs/architecture.md, kept honest: imports point down, and never in a ring.
+
+Every ``import`` counts, the lazy ones inside functions and those under ``TYPE_CHECKING``
+included: a ring of lazy imports is still a ring a reader must untangle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "memstore"
+
+#: Top to bottom; a module may import from its own layer or any layer below it.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("cli", ("memstore.cli", "memstore.__main__")),
+    ("api", ("memstore.__init__",)),
+    ("application", ("memstore.agent", "memstore.offline_model", "memstore.tools")),
+    ("store", ("memstore.store",)),
+    ("session", ("memstore.session", "memstore.ltm")),
+    (
+        "edges",
+        (
+            "memstore.db",
+            "memstore.summarizers",
+            "memstore.openai_summarizer",
+            "memstore.responses",
+            "memstore.responses_client",
+        ),
+    ),
+    (
+        "pure",
+        (
+            "memstore.policy",
+            "memstore.invariants",
+            "memstore.replay",
+            "memstore.tokens",
+            "memstore.ltm_model",
+            "memstore.validation",
+        ),
+    ),
+    ("model", ("memstore.model",)),
+    ("base", ("memstore.config", "memstore.errors", "memstore.version")),
+]
+#: Third-party packages only the edges may import: the pure core stays testable alone.
+EDGE_ONLY = {"sqlalchemy": "memstore.db", "alembic": "memstore.db", "click": "memstore.cli"}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts)
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every module ``path`` imports (absolute names; ``from x import y`` counts x and x.y)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+MODULES = {module_name(path): path for path in PACKAGE.rglob("*.py")}
+GRAPH = {
+    name: {
+        other.removesuffix(".__init__")
+        for other in imports_of(path)
+        if other in MODULES or f"{other}.__init__" in MODULES
+    }
+    - {name.removesuffix(".__init__")}
+    for name, path in MODULES.items()
+}
+
+
+def layer_of(module: str) -> int:
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if module == prefix or module.startswith(prefix + "."):
+                return index
+    raise AssertionError(f"{module} is in no layer: add it to LAYERS (and the docs)")
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_every_module_imports_only_its_layer_or_below(module: str) -> None:
+    here = layer_of(module)
+    upward = sorted(other for other in GRAPH[module] if layer_of(other) < here)
+    assert upward == [], f"{module} ({LAYERS[here][0]}) imports a layer above it: {upward}"
+
+
+def test_no_import_cycles() -> None:
+    graph = {name.removesuffix(".__init__"): deps for name, deps in GRAPH.items()}
+    done: set[str] = set()
+
+    def visit(node: str, path: list[str]) -> None:
+        if node in path:
+            ring = [*path[path.index(node) :], node]
+            raise AssertionError("import cycle: " + " -> ".join(ring))
+        if node in done:
+            return
+        for other in sorted(graph.get(node, ())):
+            visit(other, [*path, node])
+        done.add(node)
+
+    for name in sorted(graph):
+        visit(name, [])
+
+
+@pytest.mark.parametrize("package", sorted(EDGE_ONLY))
+def test_third_party_edges_stay_at_the_edges(package: str) -> None:
+    owner = EDGE_ONLY[package]
+    offenders = sorted(
+        name
+        for name, path in MODULES.items()
+        if not (name == owner or name.startswith(owner + "."))
+        and any(imp == package or imp.startswith(package + ".") for imp in imports_of(path))
+    )
+    assert offenders == [], f"only {owner} may import {package}: {offenders}"
+
+
+def test_the_core_never_imports_a_driver_or_the_model_client() -> None:
+    pure = [name for name in MODULES if layer_of(name) >= layer_of("memstore.policy")]
+    for name in pure:
+        outside = {imp.split(".")[0] for imp in imports_of(MODULES[name])}
+        assert not outside & {"sqlalchemy", "openai", "click", "httpx"}, name
