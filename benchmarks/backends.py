@@ -18,7 +18,6 @@ import asyncio
 import tempfile
 from pathlib import Path
 
-from append_throughput import memstore_appends, messages, raw_sqlite
 from many_workers import (
     LIMITS,
     create,
@@ -28,8 +27,7 @@ from many_workers import (
     run_processes,
     summarize_reports,
 )
-
-from memstore.config import Settings
+from suite import SYNC, memstore_appends, messages, raw_single_inserts
 
 
 async def reset(url: str) -> None:
@@ -50,15 +48,14 @@ def main() -> None:
     parser.add_argument("--per-proc", type=int, default=500)
     args = parser.parse_args()
     texts = messages(args.n)
-    sync = Settings.from_env().sqlite_synchronous  # MEMSTORE_SQLITE_SYNCHRONOUS, as memstore
     rows: list[tuple[str, float, str]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        base = raw_sqlite(Path(tmp) / "raw.db", texts, sync)
-        rows.append((f"raw sqlite3, one insert per commit ({sync})", base, ""))
-        rate = memstore_appends(Path(tmp) / "single.db", texts, sync, tiktoken=False)
+        base = args.n / asyncio.run(raw_single_inserts(texts)(Path(tmp) / "raw.db"))
+        rows.append((f"raw sqlite3, one insert per commit ({SYNC})", base, ""))
+        rate = args.n / asyncio.run(memstore_appends(texts)(Path(tmp) / "single.db"))
         rows.append(("memstore add, SQLite", rate, ""))
         asyncio.run(reset(args.postgres))
-        rate = memstore_appends(args.postgres, texts, sync, tiktoken=False)  # type: ignore[arg-type]
+        rate = args.n / asyncio.run(memstore_appends(texts)(args.postgres))  # type: ignore[arg-type]
         rows.append(("memstore add, PostgreSQL", rate, ""))
 
         total = args.procs * args.per_proc

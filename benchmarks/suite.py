@@ -1,66 +1,122 @@
-"""The performance suite: memstore's hot paths beside raw sqlite3 and peer libraries, one run.
+"""The performance guard: memstore's hot paths beside their baselines, measured in one run.
 
-    pip install '.[bench]'            # the peers: openai-agents, langgraph-checkpoint-sqlite
-    python benchmarks/suite.py [--quick] [--dir /dev/shm] [--appends N]
-    MEMSTORE_SQLITE_SYNCHRONOUS=NORMAL python benchmarks/suite.py   # memstore and raw at NORMAL
+    pip install '.[bench]'             # the peer: openai-agents (SQLiteSession)
+    python benchmarks/suite.py [--quick] [--dir DIR]
 
-Sections (issue 8): (1) durable single appends of ~200-word messages in one process, words and
-tiktoken counting (and with every commit on the writer thread, none on the event loop), beside
-raw sqlite3 (WAL, one insert per commit, the same synchronous setting as memstore), memstore's
-own append statements in a synchronous loop (the floor of its design on this disk; see
-single_appends.py), the Agents SDK's SQLiteSession and SQLAlchemySession, and LangGraph's
-AsyncSqliteStore; (2) 16 coroutines appending at once; (3) 4 processes x 500 appends on one
-session; (4) build_model_input() and items() with 0 / 10k / 100k removed items beside ~50
-active; (5) committing a compaction that removes 100 items, beside a raw executemany of the
-same row updates (on a minimal table, and on memstore's own table with its indexes and foreign
-keys); (6) CLI start-up, `memstore show` beside `python -c "import sqlalchemy"`.
-memstore's settings come from the ``MEMSTORE_*`` variables, as memstore's own do; the peers
-run at their defaults. Every figure is a median; ratios are to the baseline named on the
-line. Peers that are not installed are reported as such. Nothing here is asserted: the
-machine is shared and noisy.
+Five goals, each a ratio to a baseline measured in the same run on the same disk, at
+memstore's settings (``MEMSTORE_*``; ``synchronous=FULL`` by default, and raw sqlite3 at the
+same setting):
+
+1. durable single appends (one ``add`` per commit, ~200-word messages) >= 1.0x the Agents
+   SDK's ``SQLiteSession.add_items``;
+2. 16 coroutines appending in one process >= 1.5x raw sqlite3 single inserts (group commit);
+3. 4 processes x 500 appends on one session >= 0.5x raw sqlite3 with a busy timeout, 0 errors;
+4. ``build_model_input()`` with 100k forgotten items <= 1.3x with none;
+5. a compaction commit that removes 100 items <= 3x a raw ``executemany`` of 100 updates.
+
+Rounds are interleaved (every contender once per round) and medians reported, so a noisy
+moment of a shared machine hits every contender alike. Nothing here is asserted.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import random
+import sqlite3
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from append_throughput import messages
 from many_workers import create, create_raw_table, memstore_worker, raw_worker, run_processes
-from single_appends import (
-    NO_COMPACTION,
-    SETTINGS,
-    SYNC,
-    Row,
-    print_sections,
-    single_appends,
-    timed,
-)
 
-from memstore import MemoryStore, WordEstimator
+from memstore import MemoryLimits, MemoryStore, Settings, TiktokenEstimator, WordEstimator
 from memstore.db import compaction, reads
+from memstore.db.append import NewItem, append_item
 from memstore.db.compaction import CommitContext
-from memstore.db.sqlite_writer import connect
+from memstore.db.connection import WRITE_OPTION, sqlite_engine
+from memstore.model import MemoryKind, MemoryRole, Priority
 from memstore.policy import plan_compaction
 
-# -- (2) 16 coroutines -----------------------------------------------------------------------
+SETTINGS = Settings.from_env()
+SYNC = SETTINGS.sqlite_synchronous
+NO_COMPACTION = MemoryLimits(hard=10**9, target=10**8, keep_recent=4)
+SDK_SESSION = "Agents SDK SQLiteSession.add_items"
+#: Where the databases go (``--dir``); ``None``: the system's temporary directory.
+WORK_DIR: str | None = None
+Row = tuple[str, float, str]
+Timer = Callable[[Path], Awaitable[float]]
 
 
-def concurrent_appends(texts: list[str], rounds: int, base: float) -> list[Row]:
+def messages(n: int, seed: int = 7) -> list[str]:
+    """``n`` ~200-word messages of ordinary prose-like vocabulary (the same for everyone)."""
+    rng = random.Random(seed)
+    words = [
+        "the",
+        "checkout",
+        "service",
+        "timed",
+        "out",
+        "again",
+        "after",
+        "the",
+        "deploy",
+        "and",
+        "we",
+        "rolled",
+        "back",
+        "the",
+        "payment",
+        "change",
+        "while",
+        "the",
+        "fraud",
+        "team",
+        "looked",
+        "at",
+        "the",
+        "queue",
+        "of",
+        "retries",
+    ]
+    return [" ".join(rng.choice(words) for _ in range(200)) for _ in range(n)]
+
+
+def fresh_path() -> tuple[tempfile.TemporaryDirectory[str], Path]:
+    tmp = tempfile.TemporaryDirectory(dir=WORK_DIR)
+    return tmp, Path(tmp.name) / "bench.db"
+
+
+def interleaved(contenders: dict[str, Timer], rounds: int) -> dict[str, float]:
+    """Median seconds of each contender on a fresh database, rounds interleaved."""
+    seconds: dict[str, list[float]] = {label: [] for label in contenders}
+    for _ in range(rounds):
+        for label, run in contenders.items():
+            tmp, path = fresh_path()
+            with tmp:
+                try:
+                    seconds[label].append(asyncio.run(run(path)))
+                except ImportError:
+                    seconds[label] = []
+                    break
+    return {label: statistics.median(s) for label, s in seconds.items() if s}
+
+
+# -- (1) and (2): appends in one process ---------------------------------------------------
+
+
+def memstore_appends(texts: list[str], *, tiktoken: bool = False, writers: int = 1) -> Timer:
     async def run(path: Path) -> float:
-        async with MemoryStore.open(path) as store:
-            memory = store.session("b", estimator=WordEstimator(), limits=NO_COMPACTION)
+        async with MemoryStore.open(path, settings=SETTINGS) as store:
+            estimator = TiktokenEstimator() if tiktoken else WordEstimator()
+            memory = store.session("b", estimator=estimator, limits=NO_COMPACTION)
             await memory.add("user", "warm-up")
-            chunks = [texts[i::16] for i in range(16)]
+            chunks = [texts[i::writers] for i in range(writers)]
 
             async def writer(chunk: list[str]) -> None:
                 for text in chunk:
@@ -70,48 +126,126 @@ def concurrent_appends(texts: list[str], rounds: int, base: float) -> list[Row]:
             await asyncio.gather(*(writer(chunk) for chunk in chunks))
             return time.perf_counter() - start
 
-    rate = len(texts) / timed(run, rounds)
-    return [("memstore add, 16 coroutines (group commit)", rate, f"{rate / base:.3f} x raw single")]
+    return run
 
 
-# -- (3) 4 processes -------------------------------------------------------------------------
+def raw_single_inserts(texts: list[str]) -> Timer:
+    """Raw sqlite3: WAL, one INSERT per ``BEGIN IMMEDIATE ... COMMIT``, memstore's setting."""
+
+    async def run(path: Path) -> float:
+        conn = sqlite3.connect(path, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={SYNC}")
+        conn.execute("CREATE TABLE items (id TEXT PRIMARY KEY, seq INTEGER, content TEXT)")
+        start = time.perf_counter()
+        for seq, text in enumerate(texts, 1):
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT INTO items VALUES (?, ?, ?)", (str(uuid.uuid4()), seq, text))
+            conn.execute("COMMIT")
+        elapsed = time.perf_counter() - start
+        conn.close()
+        return elapsed
+
+    return run
 
 
-def processes(per_proc: int, rounds: int) -> list[Row]:
-    """Rounds interleaved as in (1), medians reported: one busy second of the shared machine
-    moved a single round's ratio by half."""
+def memstore_floor(texts: list[str]) -> Timer:
+    """memstore's append statements on a connection of its own recipe, in a plain loop: no
+    thread hand-off, no asyncio, no validation. What an append costs above this is the
+    price of keeping SQLite off the event loop."""
+
+    async def run(path: Path) -> float:
+        async with MemoryStore.open(path, settings=SETTINGS) as store:
+            await store.session("b", estimator=WordEstimator(), limits=NO_COMPACTION).add(
+                "user", "warm-up"
+            )
+        engine = sqlite_engine(path, SETTINGS)
+        with engine.connect().execution_options(**{WRITE_OPTION: True}) as conn:
+            new = [
+                NewItem(MemoryRole.USER, MemoryKind.USER_MESSAGE, Priority.NORMAL, t, 200)
+                for t in texts
+            ]
+            start = time.perf_counter()
+            for item in new:
+                with conn.begin():
+                    append_item(conn, "b", "words", NO_COMPACTION, item)
+            elapsed = time.perf_counter() - start
+        engine.dispose()
+        return elapsed
+
+    return run
+
+
+def sqlite_session(texts: list[str]) -> Timer:
+    async def run(path: Path) -> float:
+        from agents import SQLiteSession
+
+        session = SQLiteSession("b", str(path))
+        await session.add_items([{"role": "user", "content": "warm-up"}])
+        start = time.perf_counter()
+        for text in texts:
+            await session.add_items([{"role": "user", "content": text}])
+        elapsed = time.perf_counter() - start
+        session.close()
+        return elapsed
+
+    return run
+
+
+def appends(n: int, rounds: int) -> tuple[list[Row], dict[int, tuple[float, float]]]:
+    texts = messages(n)
+    contenders = {
+        f"raw sqlite3 single inserts, synchronous={SYNC}": raw_single_inserts(texts),
+        SDK_SESSION: sqlite_session(texts),
+        "memstore append SQL, sync loop (floor)": memstore_floor(texts),
+        "memstore add (words)": memstore_appends(texts),
+        "memstore add (tiktoken)": memstore_appends(texts, tiktoken=True),
+        "memstore add, 16 coroutines": memstore_appends(texts, writers=16),
+    }
+    rates = {label: n / s for label, s in interleaved(contenders, rounds).items()}
+    raw = rates[next(iter(contenders))]
+    rows = [(label, rate, f"appends/s, {rate / raw:.2f}x raw") for label, rate in rates.items()]
+    goals = {2: (rates["memstore add, 16 coroutines"], raw)}
+    if SDK_SESSION in rates:
+        goals[1] = (rates["memstore add (words)"], rates[SDK_SESSION])
+    else:
+        rows.append((SDK_SESSION, float("nan"), "not installed: pip install '.[bench]'"))
+    return rows, goals
+
+
+# -- (3) 4 processes, one session ----------------------------------------------------------
+
+
+def processes(per_proc: int, rounds: int) -> tuple[list[Row], tuple[float, float], int]:
     total = 4 * per_proc
     raw_rates: list[float] = []
     ms_rates: list[float] = []
-    raw: list[dict[str, Any]] = []
-    ms: list[dict[str, Any]] = []
+    errors = {"raw": 0, "memstore": 0}
     for _ in range(rounds):
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory(dir=WORK_DIR) as tmp:
             raw_path = str(Path(tmp) / "raw.db")
             create_raw_table(raw_path)
-            raw += (done := run_processes(raw_worker, (raw_path, per_proc, 30), 4))
+            done = run_processes(raw_worker, (raw_path, per_proc, 30), 4)
             raw_rates.append(total / max(r["seconds"] for r in done))
+            errors["raw"] += sum(r["errors"] for r in done)
             url = str(Path(tmp) / "ms.db")
             asyncio.run(create(url))
-            ms += (
-                done := run_processes(memstore_worker, (url, per_proc, 30, 0.0, NO_COMPACTION), 4)
-            )
+            done = run_processes(memstore_worker, (url, per_proc, 30, 0.0, NO_COMPACTION), 4)
             ms_rates.append(total / max(r["seconds"] for r in done))
-    raw_rate = statistics.median(raw_rates)
-    ms_rate = statistics.median(ms_rates)
-    raw_errors = sum(r["errors"] for r in raw)
-    ms_errors = sum(r["errors"] for r in ms)
-    return [
-        (f"raw sqlite3 + busy_timeout, 4 procs x {per_proc}", raw_rate, f"errors {raw_errors}"),
+            errors["memstore"] += sum(r["errors"] for r in done)
+    raw, ms = statistics.median(raw_rates), statistics.median(ms_rates)
+    rows = [
+        (f"raw sqlite3 + busy_timeout, 4 x {per_proc}", raw, f"appends/s, {errors['raw']} errors"),
         (
-            f"memstore add, 4 procs x {per_proc}, one session",
-            ms_rate,
-            f"{ms_rate / raw_rate:.3f} x raw, errors {ms_errors}",
+            f"memstore add, 4 x {per_proc}, one session",
+            ms,
+            f"appends/s, {errors['memstore']} errors",
         ),
     ]
+    return rows, (ms, raw), errors["memstore"]
 
 
-# -- (4) reads against history -------------------------------------------------------------
+# -- (4) the model input against a long history -------------------------------------------
 
 
 def history_records(removed: int, active: int) -> list[dict[str, Any]]:
@@ -137,233 +271,152 @@ def history_records(removed: int, active: int) -> list[dict[str, Any]]:
         })  # fmt: skip
     for seq in range(1, total + 1):
         gone = seq <= removed
-        version = seq if gone or not removed else seq + 1
         records.append({
             "type": "item", "id": str(uuid.uuid4()), "session_id": "h", "seq": seq,
             "role": "user", "kind": "USER_MESSAGE", "priority": 50,
             "content": " ".join(["word"] * 20), "created_at": now, "estimated_tokens": 20,
-            "added_version": version, "idempotency_key": None,
+            "added_version": seq if gone or not removed else seq + 1, "idempotency_key": None,
             "fate": "evicted" if gone else None, "removed_by": 1 if gone else None,
             "removed_version": total + 1 if gone else None, "version": 2 if gone else 1,
         })  # fmt: skip
     return records
 
 
-def history_reads(sizes: list[int], calls: int) -> list[Row]:
-    rows: list[Row] = []
-    baseline: dict[str, float] = {}
-    for removed in sizes:
-
-        async def run(path: Path, removed: int = removed) -> dict[str, float]:
-            async with MemoryStore.open(path) as store:
-                await store.import_session(history_records(removed, 50))
-                memory = await store.attach("h")
-                out = {}
-                for name, call in (
-                    ("build_model_input", memory.build_model_input),
-                    ("items", memory.items),
-                ):
-                    await call()
-                    times = []
-                    for _ in range(calls):
-                        start = time.perf_counter()
-                        await call()
-                        times.append(time.perf_counter() - start)
-                    out[name] = statistics.median(times)
-                return out
-
-        with tempfile.TemporaryDirectory() as tmp:
-            medians = asyncio.run(run(Path(tmp) / "h.db"))
-        for name, seconds in medians.items():
-            baseline.setdefault(name, seconds)
-            rows.append(
-                (
-                    f"{name}() with {removed:,} removed + 50 active",
-                    seconds * 1000,
-                    f"ms; {seconds / baseline[name]:.2f} x at 0 removed",
-                )
-            )
-    return rows
-
-
-# -- (5) compaction commit -------------------------------------------------------------------
-
-
-def compaction_commit(rounds: int) -> list[Row]:
-    async def commit_one(store: MemoryStore, session_id: str) -> float:
-        memory = store.session(session_id, estimator=WordEstimator(), limits=NO_COMPACTION)
-        for i in range(104):
-            await memory.add("user", f"item {i} " + "word " * 20)
-        db = store.database
-        token = await compaction.acquire_lease(db, session_id, "bench", 60, time.time())
-        assert token is not None
-        snap = await reads.snapshot(db, session_id)
-        assert snap is not None
-        plan = plan_compaction(
-            snap, memory.limits, WordEstimator().count, lambda p, i: "summary", force=True
-        )
-        assert len(plan.removed) == 100
-        ctx = CommitContext(
-            "bench", token, "manual", "bench", memory.limits, "bench", 1, datetime.now(UTC),
-            0.0, 1,
-        )  # fmt: skip
-        start = time.perf_counter()
-        await compaction.commit_compaction(db, plan, ctx)
-        return time.perf_counter() - start
-
-    async def memstore_commit(path: Path) -> float:
+def model_input_reads(removed: int, calls: int) -> tuple[list[Row], tuple[float, float]]:
+    async def median_call(path: Path, forgotten: int) -> float:
         async with MemoryStore.open(path) as store:
-            await commit_one(store, "warm-up")  # steady state: statements already compiled
-            return await commit_one(store, "c")
+            await store.import_session(history_records(forgotten, 50))
+            memory = await store.attach("h")
+            await memory.build_model_input()
+            times = []
+            for _ in range(calls):
+                start = time.perf_counter()
+                await memory.build_model_input()
+                times.append(time.perf_counter() - start)
+            return statistics.median(times)
 
-    async def raw_executemany(path: Path) -> float:
-        import sqlite3
+    seconds = {}
+    for forgotten in (0, removed):
+        tmp, path = fresh_path()
+        with tmp:
+            seconds[forgotten] = asyncio.run(median_call(path, forgotten))
+    rows = [
+        (f"build_model_input(), {n:,} forgotten + 50 active", s * 1000, "ms")
+        for n, s in seconds.items()
+    ]
+    return rows, (seconds[removed], seconds[0])
 
-        conn = sqlite3.connect(path, isolation_level=None)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(f"PRAGMA synchronous={SYNC}")
-        conn.execute("CREATE TABLE items (id TEXT PRIMARY KEY, content TEXT, fate TEXT)")
-        ids = [str(uuid.uuid4()) for _ in range(104)]
-        conn.executemany("INSERT INTO items VALUES (?, ?, NULL)", [(i, "x " * 20) for i in ids])
-        start = time.perf_counter()
-        conn.execute("BEGIN IMMEDIATE")
-        conn.executemany(
-            "UPDATE items SET fate = 'summarized' WHERE id = ? AND fate IS NULL",
-            [(i,) for i in ids[:100]],
-        )
-        conn.execute("COMMIT")
-        elapsed = time.perf_counter() - start
-        conn.close()
-        return elapsed
 
-    async def raw_same_rows(path: Path) -> float:
-        """The same 100 updates on memstore's own items table (its indexes), by raw sqlite3 on
-        a connection set up as memstore's writer's (foreign keys on: ``removed_by`` checked)."""
-        async with MemoryStore.open(path) as store:
-            memory = store.session("c", estimator=WordEstimator(), limits=NO_COMPACTION)
+# -- (5) a compaction commit ----------------------------------------------------------------
+
+
+async def compaction_commit_seconds(path: Path) -> float:
+    async with MemoryStore.open(path, settings=SETTINGS) as store:
+        for session_id in ("warm-up", "c"):  # the first warms the connection and statements
+            memory = store.session(session_id, estimator=WordEstimator(), limits=NO_COMPACTION)
             for i in range(104):
                 await memory.add("user", f"item {i} " + "word " * 20)
-        conn = connect(path, SETTINGS)
-        ids = [row[0] for row in conn.execute("SELECT id FROM items ORDER BY seq LIMIT 100")]
-        # The compaction row that removed_by points at, committed before the clock starts (the
-        # foreign key wants it; only the updates are compared). Its values do not matter here.
-        columns = [row[1] for row in conn.execute("PRAGMA table_info(compactions)")]
-        report = dict.fromkeys(columns, 0) | {"session_id": "c", "number": 1}
-        marks = ", ".join("?" * len(columns))
-        conn.execute(
-            f"INSERT INTO compactions ({', '.join(columns)}) VALUES ({marks})",
-            [report[name] for name in columns],
-        )
-        start = time.perf_counter()
-        conn.execute("BEGIN IMMEDIATE")
-        conn.executemany(
-            "UPDATE items SET fate = 'summarized', removed_by = 1, removed_version = 106, "
-            "version = version + 1 WHERE session_id = 'c' AND id = ? AND fate IS NULL",
-            [(i,) for i in ids],
-        )
-        conn.execute("COMMIT")
-        elapsed = time.perf_counter() - start
-        conn.close()
+            db = store.database
+            token = await compaction.acquire_lease(db, session_id, "bench", 60, time.time())
+            snap = await reads.snapshot(db, session_id)
+            assert token is not None and snap is not None
+            plan = plan_compaction(
+                snap, memory.limits, WordEstimator().count, lambda p, i: "summary", force=True
+            )
+            assert len(plan.removed) == 100
+            ctx = CommitContext(
+                "bench", token, "manual", "bench", memory.limits, "bench", 1, datetime.now(UTC),
+                0.0, 1,
+            )  # fmt: skip
+            start = time.perf_counter()
+            await compaction.commit_compaction(db, plan, ctx)
+            elapsed = time.perf_counter() - start
         return elapsed
 
-    raw = timed(raw_executemany, rounds)
-    same = timed(raw_same_rows, rounds)
-    ms = timed(memstore_commit, rounds)
-    return [
-        ("raw executemany of 100 row updates, one tx", raw * 1000, "ms, baseline"),
-        (
-            "raw executemany, same rows in memstore's table",  # its indexes and foreign keys
-            same * 1000,
-            f"ms; {same / raw:.2f} x raw (the schema's share)",
-        ),
-        (
-            "memstore commit_compaction removing 100 items",
-            ms * 1000,
-            f"ms; {ms / raw:.2f} x raw, {ms / same:.2f} x same rows",
-        ),
-    ]
+
+async def raw_executemany_seconds(path: Path) -> float:
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA synchronous={SYNC}")
+    conn.execute("CREATE TABLE items (id TEXT PRIMARY KEY, content TEXT, fate TEXT)")
+    ids = [str(uuid.uuid4()) for _ in range(104)]
+    conn.executemany("INSERT INTO items VALUES (?, ?, NULL)", [(i, "word " * 20) for i in ids])
+    start = time.perf_counter()
+    conn.execute("BEGIN IMMEDIATE")
+    conn.executemany(
+        "UPDATE items SET fate = 'summarized' WHERE id = ? AND fate IS NULL",
+        [(i,) for i in ids[:100]],
+    )
+    conn.execute("COMMIT")
+    elapsed = time.perf_counter() - start
+    conn.close()
+    return elapsed
 
 
-# -- (6) CLI start-up ------------------------------------------------------------------------
+def compaction_commit(rounds: int) -> tuple[list[Row], tuple[float, float]]:
+    seconds = interleaved(
+        {
+            "raw executemany, 100 updates, one transaction": raw_executemany_seconds,
+            "memstore commit_compaction removing 100 items": compaction_commit_seconds,
+        },
+        rounds,
+    )
+    rows = [(label, s * 1000, "ms") for label, s in seconds.items()]
+    raw, ms = seconds.values()
+    return rows, (ms, raw)
 
 
-def cli_startup(rounds: int) -> list[Row]:
-    def run(argv: list[str]) -> float:
-        times = []
-        for _ in range(rounds):
-            start = time.perf_counter()
-            subprocess.run(argv, check=True, capture_output=True)
-            times.append(time.perf_counter() - start)
-        return statistics.median(times)
+# -- the report -----------------------------------------------------------------------------
 
-    with tempfile.TemporaryDirectory() as tmp:
-        db = str(Path(tmp) / "cli.db")
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "memstore",
-                "--db",
-                db,
-                "add",
-                "s",
-                "hello",
-                "--estimator",
-                "words",
-            ],
-            check=True,
-            capture_output=True,
-        )
-        show = run([sys.executable, "-m", "memstore", "--db", db, "show", "s"])
-    base = run([sys.executable, "-c", "import sqlalchemy"])
-    return [
-        ("python -c 'import sqlalchemy'", base * 1000, "ms, baseline"),
-        ("memstore show SESSION", show * 1000, f"ms; {show / base:.2f} x baseline"),
-    ]
+GOALS = {
+    1: ("durable single appends vs SQLiteSession", ">=", 1.0),
+    2: ("16 coroutines vs raw single inserts", ">=", 1.5),
+    3: ("4 processes vs raw + busy_timeout, 0 errors", ">=", 0.5),
+    4: ("build_model_input at 100k forgotten vs at 0", "<=", 1.3),
+    5: ("100-item compaction commit vs raw executemany", "<=", 3.0),
+}
 
 
 def main() -> None:
+    global WORK_DIR
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, fewer rounds")
-    parser.add_argument(
-        "--dir",
-        help="where the databases go (default: the system's temporary directory); a RAM "
-        "disk such as /dev/shm takes the fsync out and leaves the CPU cost per write",
-    )
-    parser.add_argument(
-        "--appends",
-        type=int,
-        help="appends per round in (1) and (2) (default 300, --quick 100); a few thousand "
-        "measure a WAL at its working size instead of a new one that grows with each commit",
-    )
+    parser.add_argument("--dir", help="where the databases go (default: the temp directory)")
     args = parser.parse_args()
-    if args.dir:
-        tempfile.tempdir = args.dir  # every database of the run, memstore's and the peers'
-    n, rounds = (100, 1) if args.quick else (300, 3)
-    n = args.appends or n
-    sizes = [0, 1_000, 10_000] if args.quick else [0, 10_000, 100_000]
-    texts = messages(n)
+    WORK_DIR = args.dir
+    quick = args.quick
+    print(f"memstore performance guard, synchronous={SYNC}, databases in {WORK_DIR or 'tmp'}")
     sections: list[tuple[str, list[Row]]] = []
-    singles = single_appends(texts, max(rounds, 5))  # the noisiest section, and goal (1)
-    sections.append((f"(1) {n} durable single appends, ~200 words (appends/s)", singles))
-    sections.append(
-        (
-            "(2) concurrency in one process (appends/s)",
-            concurrent_appends(messages(4 * n), rounds, singles[0][1]),
+    ratios: dict[int, tuple[float, float]] = {}
+
+    rows, found = appends(100 if quick else 300, 2 if quick else 5)
+    sections.append(("(1), (2) appends in one process", rows))
+    ratios.update(found)
+    rows, ratios[3], errors = processes(100 if quick else 500, 1 if quick else 3)
+    sections.append(("(3) 4 processes, one session", rows))
+    rows, ratios[4] = model_input_reads(10_000 if quick else 100_000, 20 if quick else 50)
+    sections.append(("(4) reads against a long history", rows))
+    rows, ratios[5] = compaction_commit(3 if quick else 7)
+    sections.append(("(5) a compaction commit", rows))
+
+    for title, section in sections:
+        print(f"\n{title}")
+        for label, value, note in section:
+            shown = "n/a" if value != value else f"{value:,.2f}"
+            print(f"  {label:<52} {shown:>12}  {note}")
+    print("\n| goal | measured | target | met? |\n|---|---|---|---|")
+    for number, (what, sense, target) in GOALS.items():
+        if number not in ratios:
+            print(f"| ({number}) {what} | not measured | {sense} {target}x | - |")
+            continue
+        mine, base = ratios[number]
+        ratio = mine / base
+        met = ratio >= target if sense == ">=" else ratio <= target
+        if number == 3:
+            met = met and errors == 0
+        print(
+            f"| ({number}) {what} | {ratio:.2f}x | {sense} {target}x | {'yes' if met else 'no'} |"
         )
-    )
-    sections.append(
-        ("(3) 4 processes, one session (appends/s)", processes(100 if args.quick else 500, rounds))
-    )
-    sections.append(
-        (
-            "(4) reads against history (median latency)",
-            history_reads(sizes, 20 if args.quick else 200),
-        )
-    )
-    sections.append(("(5) committing a compaction", compaction_commit(max(rounds, 7))))
-    sections.append(("(6) CLI start-up (median wall time)", cli_startup(3 if args.quick else 7)))
-    print_sections(sections)
 
 
 if __name__ == "__main__":

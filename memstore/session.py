@@ -106,7 +106,7 @@ class SessionMemory:
         database: Database,
         settings: Settings,
         worker: Worker,
-        ltm: LongTermMemory,
+        long_term: Callable[[], LongTermMemory],
         limits: MemoryLimits,
         estimator: TokenEstimator,
         summarizer: Summarizer,
@@ -116,7 +116,7 @@ class SessionMemory:
         self.session_id = session_id
         self.settings = settings
         self.worker = worker
-        self.ltm = ltm
+        self._long_term = long_term
         self.limits = limits
         self.estimator = estimator
         self.summarizer = summarizer
@@ -124,6 +124,12 @@ class SessionMemory:
         self.ltm_budget = memory_budget(ltm_budget, limits)
         self._observers: list[Observer] = []
         self._db = database
+
+    @property
+    def ltm(self) -> LongTermMemory:
+        """Long-term memory, shared by every session of the store (loaded on first use: a
+        handle that never touches it, as ``memstore show`` does, never imports it)."""
+        return self._long_term()
 
     # -- writing ---------------------------------------------------------------------------
 

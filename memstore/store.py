@@ -149,7 +149,7 @@ class MemoryStore:
             database=self._db,
             settings=self.settings,
             worker=self.worker,
-            ltm=self.ltm,
+            long_term=lambda: self.ltm,
             limits=limits or MemoryLimits.from_env(),
             estimator=estimator or TiktokenEstimator(),
             summarizer=summarizer or ExtractiveSummarizer(),

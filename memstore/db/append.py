@@ -100,6 +100,9 @@ ESTIMATOR = select(sessions.c.estimator).where(sessions.c.id == bindparam("sid")
 BY_KEY = select(*ITEM_COLUMNS).where(
     items.c.session_id == bindparam("sid"), items.c.idempotency_key == bindparam("key")
 )
+#: Built once, its values passed at execution: a statement made per append would be
+#: constructed and cache-keyed again on every turn.
+INSERT_ITEM = insert(items)
 
 
 def _create_session(
@@ -190,7 +193,7 @@ def append_item(
         estimated_tokens=new.estimated_tokens,
         version=row.version,
     )
-    conn.execute(insert(items).values(_insert_values(item, new.idempotency_key)))
+    conn.execute(INSERT_ITEM, _insert_values(item, new.idempotency_key))
     return AppendResult(item, session_total(row.active_tokens, row.summary_tokens), row.user_turns)
 
 

@@ -17,6 +17,8 @@ SQLite, and why:
 * ``busy_timeout``: a writer waits this long for the lock, then gets :class:`LockTimeoutError`.
 * ``synchronous``: FULL by default, see :mod:`memstore.config`.
 * ``foreign_keys=ON``: SQLite ignores foreign keys unless told otherwise, per connection.
+* ``temp_store=MEMORY``: the writer runs each write in a savepoint, whose statement journal
+  would otherwise be a temporary file written on every append.
 
 SQLite runs on SQLAlchemy's sync engine over the stdlib driver, driven from memstore's own
 threads (:mod:`memstore.db.writer` for writes, a reader pool for reads); PostgreSQL runs on
@@ -200,6 +202,8 @@ def _install_sqlite_recipe(engine: Engine, settings: Settings) -> None:
             cursor.execute(f"PRAGMA busy_timeout = {busy_ms}")
             cursor.execute("PRAGMA foreign_keys = ON")
             cursor.execute(f"PRAGMA synchronous = {settings.sqlite_synchronous}")
+            # Savepoints keep a statement journal; in memory it costs no temporary file.
+            cursor.execute("PRAGMA temp_store = MEMORY")
         finally:
             cursor.close()
 

@@ -7,7 +7,8 @@ queue jobs and await a future. The thread takes everything queued, and:
 1. opens one ``BEGIN IMMEDIATE`` transaction (waiting up to the busy timeout for the lock,
    which another process may hold);
 2. runs each job in its own ``SAVEPOINT``: a job that raises rolls back its own statements
-   only, and its caller gets the error;
+   only, and its caller gets the error (a job alone in its batch needs no savepoint: the
+   transaction is its own, and is rolled back instead);
 3. commits, then answers every caller. One fsync makes the whole batch durable (group
    commit), and no caller hears "stored" before the COMMIT that stored its write.
 
@@ -169,9 +170,14 @@ def _commit_batch(
         with translate_errors():
             if conn is None:
                 conn = engine.connect().execution_options(**{WRITE_OPTION: True})
-            with conn.begin():  # BEGIN IMMEDIATE (the connection's recipe); COMMIT on exit
-                for job in batch:
-                    outcomes.append(_run_in_savepoint(conn, job.fn))
+            with conn.begin() as transaction:  # BEGIN IMMEDIATE (the recipe); COMMIT on exit
+                if len(batch) == 1:
+                    # Alone, a job needs no savepoint: the transaction is its own.
+                    outcomes.append(_run(conn, batch[0].fn))
+                    if not outcomes[0][0]:
+                        transaction.rollback()
+                else:
+                    outcomes.extend(_run_in_savepoint(conn, job.fn) for job in batch)
     except Exception as error:
         # Nothing of the batch is stored. A job that had failed on its own keeps its own
         # error; every other caller hears why the transaction failed.
@@ -192,27 +198,39 @@ def _commit_batch(
     return conn
 
 
+def _run(conn: Connection, fn: Job) -> tuple[bool, Any]:
+    """``fn(conn)``: ``(True, result)``, or ``(False, error)`` (translated, not rolled back)."""
+    try:
+        with translate_errors():
+            return True, fn(conn)
+    except Exception as error:
+        return False, error
+
+
 def _run_in_savepoint(conn: Connection, fn: Job) -> tuple[bool, Any]:
     """``fn(conn)`` inside a SAVEPOINT: ``(True, result)``, or ``(False, error)`` rolled back.
+
+    The savepoint is plain SQL: SQLAlchemy's nested-transaction object costs more than the
+    short write it guards (about 0.1 ms here, against 0.05 ms for an append's statements).
+    Jobs never open transactions of their own, so nothing else tracks it.
 
     Raises:
         The job's error, when SQLite itself ended the whole transaction (it does on
         SQLITE_FULL, IOERR and NOMEM): then no savepoint is left to roll back to, and the
         batch's other writes are gone too.
     """
-    savepoint = conn.begin_nested()
-    try:
-        with translate_errors():
-            value = fn(conn)
-    except Exception as error:
-        if not conn.connection.dbapi_connection.in_transaction:  # type: ignore[union-attr]
-            raise
-        with translate_errors():
-            savepoint.rollback()
-        return False, error
     with translate_errors():
-        savepoint.commit()
-    return True, value
+        conn.exec_driver_sql("SAVEPOINT job")
+    ok, outcome = _run(conn, fn)
+    with translate_errors():
+        if ok:
+            conn.exec_driver_sql("RELEASE job")
+        elif conn.connection.dbapi_connection.in_transaction:  # type: ignore[union-attr]
+            conn.exec_driver_sql("ROLLBACK TO job")
+            conn.exec_driver_sql("RELEASE job")
+        else:
+            raise outcome
+    return ok, outcome
 
 
 def _not_stored(error: Exception) -> StorageError:
