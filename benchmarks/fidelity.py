@@ -2,7 +2,7 @@
 
 Each session is a long, deterministic (seeded) incident investigation. Among filler (greetings,
 acknowledgements, the assistant's narration and questions, verbose NORMAL tool logs, LOW tool
-noise, restatements) it plants facts of the four kinds a summary must keep (SPEC 2.6):
+noise, restatements) it plants facts of the four kinds a summary must keep:
 constraints (user sentences), decisions (DECISION items), HIGH-priority observations and
 unresolved questions (the user's). It appends until the session has compacted 20 times, with
 the store's defaults (limits 1500 / 900 / keep 4, exact o200k_base token counts), and after

@@ -1,6 +1,6 @@
 """memstore: persistent, multi-session working memory for LLM agents.
 
-Public API (SPEC 8); everything not listed in ``__all__`` may change between releases.
+Public API; everything not listed in ``__all__`` may change between releases.
 
 Names are loaded on first use (PEP 562): ``import memstore`` alone costs nothing, and a
 program (or a CLI command) pays only for the parts it touches; the OpenAI client, for one,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from memstore.errors import ConfigurationError, ModelConfigurationError
 
-#: SPEC 2.2 defaults: compaction starts at 1500 estimated tokens and finishes at 900.
+#: Defaults: compaction starts at 1500 estimated tokens and finishes at 900.
 DEFAULT_HARD_LIMIT = 1500
 DEFAULT_TARGET_LIMIT = 900
 DEFAULT_KEEP_RECENT = 4

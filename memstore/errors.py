@@ -54,7 +54,7 @@ class ValidationError(MemstoreError, ValueError):
 
 
 class KindRoleMismatchError(ValidationError):
-    """The item's kind does not allow its role (SPEC 2.1)."""
+    """The item's kind does not allow its role."""
 
     def __init__(self, kind: str, role: str, allowed: tuple[str, ...]) -> None:
         super().__init__(

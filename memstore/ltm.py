@@ -1,4 +1,4 @@
-"""Long-term memory: scoped, versioned JSON entries that outlive sessions (SPEC 4).
+"""Long-term memory: scoped, versioned JSON entries that outlive sessions.
 
 Sessions forget; long-term memory keeps what must outlive them ("I prefer tests with
 pytest"). It is one table shared by every session and process, reached as ``store.ltm``.

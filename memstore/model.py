@@ -57,14 +57,14 @@ class Priority(enum.IntEnum):
 
 
 class Fate(enum.StrEnum):
-    """Why an item left working memory (its row stays, SPEC 3)."""
+    """Why an item left working memory (its row stays)."""
 
     DROPPED = "dropped"
     SUMMARIZED = "summarized"
     EVICTED = "evicted"
 
 
-#: SPEC 2.1: which roles each kind allows (the first is the default when no role is given).
+#: Which roles each kind allows (the first is the default when no role is given).
 ALLOWED_ROLES: Mapping[MemoryKind, tuple[MemoryRole, ...]] = {
     MemoryKind.USER_MESSAGE: (MemoryRole.USER,),
     MemoryKind.ASSISTANT_MESSAGE: (MemoryRole.ASSISTANT,),
@@ -186,7 +186,7 @@ class MemoryItem:
 
 @dataclass(frozen=True, slots=True)
 class MemoryLimits:
-    """Token limits of a session (SPEC 2.2), validated at construction.
+    """Token limits of a session, validated at construction.
 
     Attributes:
         hard: Estimated tokens at which compaction starts.
@@ -234,7 +234,7 @@ LIMIT_VARIABLES = {
 
 @dataclass(frozen=True, slots=True)
 class CompactionReport:
-    """What one committed compaction did (SPEC 2.4).
+    """What one committed compaction did.
 
     Attributes:
         session_id: The compacted session.
@@ -315,7 +315,7 @@ class SessionInfo:
         estimator: Name of the estimator that counted it.
         items_total: Items ever appended.
         active_items: Items in working memory now.
-        total_tokens: Total estimated tokens (SPEC 2.2).
+        total_tokens: Total estimated tokens (items + 4 each, summary + 12).
         summary_tokens: Tokens of the summary (``None``: no summary).
         compaction_count: Compactions committed.
         limits: The limits of the last append.

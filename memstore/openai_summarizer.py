@@ -1,4 +1,4 @@
-"""OpenAISummarizer: phase 2 with a model, through the Responses API (SPEC 2.6).
+"""OpenAISummarizer: phase 2 with a model, through the Responses API.
 
 One request per compaction:
 
@@ -45,7 +45,7 @@ DEFAULT_MAX_WORDS = 300
 PREVIOUS_OPEN, PREVIOUS_CLOSE = "<previous_summary>", "</previous_summary>"
 ITEMS_OPEN, ITEMS_CLOSE = "<items>", "</items>"
 
-#: The summary contract of SPEC 2.6, sent as the model's instructions.
+#: The summary contract, sent as the model's instructions.
 SUMMARY_INSTRUCTIONS = """\
 You maintain the working-memory summary of an AI agent's session.
 You receive the previous summary (possibly empty) and the items now leaving working memory.

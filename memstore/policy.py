@@ -68,7 +68,7 @@ class Snapshot:
 
     @property
     def total_tokens(self) -> int:
-        """Total estimated tokens as SPEC 2.2 defines it."""
+        """Total estimated tokens: items + 4 each, the summary + 12."""
         return total_tokens(self.items, self.summary, self.summary_tokens)
 
 

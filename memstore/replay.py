@@ -37,7 +37,7 @@ class MemoryState:
 
     @property
     def total_tokens(self) -> int:
-        """The SPEC 2.2 total."""
+        """The total: items + 4 each, the summary + 12."""
         return total_tokens(self.items, self.summary, self.summary_tokens)
 
 

@@ -62,7 +62,7 @@ def message(role: str, content: str) -> dict[str, Any]:
 
 
 def item_message(item: MemoryItem) -> dict[str, Any]:
-    """The input message of one item (SPEC 2.7)."""
+    """The input message of one item."""
     role, label = _ROLE_BY_KIND[item.kind]
     content = item.content
     if label:

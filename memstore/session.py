@@ -1,6 +1,6 @@
 """SessionMemory: one session's handle; orchestrates policy + database + summarizer.
 
-The order of an append (SPEC 2.4, 3):
+The order of an append:
 
 1. validate and count tokens *before* any transaction (bad input writes nothing);
 2. one short write transaction appends the item and returns the session's new total;
@@ -343,7 +343,7 @@ class SessionMemory:
         return snap
 
     async def estimated_tokens(self) -> int:
-        """The session's total as SPEC 2.2 defines it (0 for a session not yet written)."""
+        """The session's total: items + 4 each, the summary + 12 (0 before any append)."""
         snap = await reads.snapshot(self._db, self.session_id)
         return 0 if snap is None else snap.total_tokens
 
@@ -365,7 +365,7 @@ class SessionMemory:
         return await reads.snapshot(self._db, self.session_id)
 
     async def build_model_input(self) -> list[dict[str, Any]]:
-        """The Responses API ``input`` list (SPEC 2.7), never above the hard limit.
+        """The Responses API ``input`` list, never above the hard limit.
 
         While the session waits for a compaction (another worker holds the lease), the
         policy's model-free phases are applied to what is returned, not to what is stored.

@@ -53,7 +53,7 @@ class MemoryStore:
 
     @functools.cached_property
     def ltm(self) -> LongTermMemory:
-        """Long-term memory: scoped, versioned entries shared by every session (SPEC 4)."""
+        """Long-term memory: scoped, versioned entries shared by every session."""
         from memstore.ltm import LongTermMemory
 
         return LongTermMemory(self._db, self.settings)

@@ -129,7 +129,7 @@ async def store(db_path: Path) -> AsyncIterator[MemoryStore]:
         yield opened
 
 
-#: SPEC 2.5's limits.
+#: The worked example's limits.
 WORKED_LIMITS = MemoryLimits(hard=55, target=52, keep_recent=2)
 WORKED_SUMMARY = (
     "Current objective: diagnose checkout latency. "
@@ -181,12 +181,12 @@ def make_item(
 
 
 async def fixed_summary(previous: str | None, items: object) -> str:
-    """The summarizer of SPEC 2.5: always the same text."""
+    """The worked example's summarizer: always the same text."""
     return WORKED_SUMMARY
 
 
 async def add_worked_example(store: MemoryStore) -> None:
-    """SPEC 2.5's five items in session ``incident-42`` (one compaction: 65 -> 52 tokens)."""
+    """The worked example's five items in ``incident-42`` (one compaction: 65 -> 52 tokens)."""
     memory = store.session(
         "incident-42", limits=WORKED_LIMITS, estimator=WordEstimator(), summarizer=fixed_summary
     )

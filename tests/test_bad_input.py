@@ -1,4 +1,4 @@
-"""SPEC 6 for inputs: content, role/kind/priority, keys, session ids, limits, estimators.
+"""Bad inputs: content, role/kind/priority, keys, session ids, limits, estimators.
 
 Every bad input gets a typed error naming the field, and nothing is written (see
 ``badinput.py`` for how that is checked).
@@ -180,7 +180,7 @@ async def test_decision_accepts_developer_and_assistant(
 
 
 async def test_enum_values_and_names_are_accepted(memory: SessionMemory, db_path: Path) -> None:
-    """SPEC 8: enum arguments also accept their values (the other side of the checks above)."""
+    """Enum arguments also accept their values (the other side of the checks above)."""
     low = await memory.add("tool", "noise", kind="TOOL_OBSERVATION", priority=10)
     high = await memory.add(MemoryRole.TOOL, "signal", priority="HIGH")
     decision = await memory.add("developer", "Decided.")

@@ -92,3 +92,14 @@ def test_documents_read_as_documentation(document: Path) -> None:
 
 def test_the_readme_is_a_front_door() -> None:
     assert len((ROOT / "README.md").read_text().splitlines()) < 300
+
+
+def test_no_source_file_cites_a_spec_the_repository_does_not_contain() -> None:
+    sources = [
+        path
+        for folder in ("memstore", "tests", "benchmarks", "examples", "migrations")
+        for path in (ROOT / folder).rglob("*.py")
+        if path != Path(__file__).resolve()
+    ]
+    citing = [str(path.relative_to(ROOT)) for path in sources if "SPEC" in path.read_text()]
+    assert citing == []

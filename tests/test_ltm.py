@@ -1,4 +1,4 @@
-"""SPEC 4: long-term memory's contract, on SQLite and PostgreSQL.
+"""Long-term memory's contract, on SQLite and PostgreSQL.
 
 Every method and failure path of ``store.ltm``: versions and compare-and-set (a stale one
 writes nothing), validation that names the field, expiry and prune, history, and several OS

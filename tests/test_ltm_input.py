@@ -1,4 +1,4 @@
-"""Long-term memories in the model input (SPEC 4, 2.7, 7).
+"""Long-term memories in the model input.
 
 One ``developer`` message, "Relevant memories", right after the summary: fenced, labelled as
 data, and escaped so that no stored key or value can close the fence, start a line of its
@@ -105,7 +105,7 @@ async def fill(memory: SessionMemory, n: int, words: int = 20) -> None:
 
 
 def input_tokens(messages: list[dict[str, Any]], memory_items: dict[str, int]) -> int:
-    """SPEC 2.2's accounting of a built input: items as counted, summary + 12, memories + 4."""
+    """The accounting of a built input: items as counted, summary + 12, memories + 4."""
     total = 0
     for message in messages:
         content = message["content"]

@@ -1,4 +1,4 @@
-"""SPEC 4 and 6 for long-term memory: every bad key, scope, value, version or expiry is a
+"""Long-term memory's bad input: every bad key, scope, value, version or expiry is a
 ValidationError naming its field, and nothing is written (SQLite and PostgreSQL)."""
 
 from __future__ import annotations

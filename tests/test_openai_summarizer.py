@@ -46,7 +46,7 @@ def summarizer(standin: StandInModel, **options: Any) -> OpenAISummarizer:
 
 
 async def worked(store: MemoryStore, summarize: Any, session: str = "incident-42") -> SessionMemory:
-    """SPEC 2.5's session: four items, then a fifth that triggers a compaction."""
+    """The worked example's session: four items, then a fifth that triggers a compaction."""
     memory = store.session(
         session, limits=WORKED_LIMITS, estimator=WordEstimator(), summarizer=summarize
     )

@@ -1,4 +1,4 @@
-"""The store end to end on real SQLite files: SPEC 2.5 number for number, and the API."""
+"""The store end to end on real SQLite files: the worked example number for number, and the API."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC 2.3: token estimators: exact tiktoken counts offline; a fallback that never undercounts."""
+"""Token estimators: exact tiktoken counts offline; a fallback that never undercounts."""
 
 from __future__ import annotations
 

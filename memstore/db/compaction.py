@@ -1,6 +1,6 @@
 """Leases and the one primitive that commits a compaction under compare-and-swap.
 
-The concurrency protocol (SPEC 3), in the order a compaction meets it:
+The concurrency protocol, in the order a compaction meets it:
 
 1. :func:`acquire_lease`: a short write that takes the session's lease if it is free or
    expired and increments ``lease_token`` (the fencing token). Only the holder calls the

@@ -91,7 +91,7 @@ def row_to_item(row: Sequence[Any]) -> MemoryItem:
 
 
 def session_total(active_tokens: int, summary_tokens: int | None) -> int:
-    """SPEC 2.2's total from the cached columns of a session row."""
+    """The session's total from the cached columns of a session row."""
     return active_tokens + (
         0 if summary_tokens is None else summary_tokens + SUMMARY_OVERHEAD_TOKENS
     )

@@ -1,4 +1,4 @@
-"""SPEC 6 for storage: not a database, schema versions, locks, read-only files, a full disk.
+"""Bad storage: not a database, schema versions, locks, read-only files, a full disk.
 
 Every failure is a typed error, and the file is left as it was (see ``badinput.py``).
 """
@@ -183,7 +183,7 @@ async def test_lock_timeout_is_typed_and_writes_nothing(db_path: Path) -> None:
             waited = time.perf_counter() - started
             assert type(info.value) is LockTimeoutError
             assert isinstance(info.value, TimeoutError)
-            assert secret not in str(info.value)  # SPEC 7: no stored content in errors
+            assert secret not in str(info.value)  # no stored content in errors
             assert 0.1 < waited < 3.0, f"waited {waited:.2f}s for a 0.2s busy timeout"
             with pytest.raises(LockTimeoutError):
                 await handle.compact()

@@ -17,7 +17,7 @@ from click.testing import CliRunner, Result
 
 from memstore.cli import main
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(db: str | Path, *args: str) -> Result:

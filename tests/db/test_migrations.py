@@ -1,4 +1,4 @@
-"""SPEC 3: the schema belongs to Alembic, and the migrations produce exactly what the code declares.
+"""The schema belongs to Alembic, and the migrations produce exactly what the code declares.
 
 Every test works on a real SQLite file; the command-line tests run ``alembic`` the way an
 operator would, from the repository root, in a separate process.
@@ -33,7 +33,7 @@ from memstore.db.migrate import (
 )
 from memstore.db.tables import metadata
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 TABLES = {"sessions", "items", "compactions", "summaries", "ltm_entries", "ltm_history"}
 
 

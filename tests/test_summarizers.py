@@ -1,58 +1,12 @@
-"""Memory fidelity: planted facts survive 20 compactions (benchmarks/fidelity.py), and the
-extractive summarizer's rules one by one."""
+"""The extractive summarizer's rules, one by one."""
 
 from __future__ import annotations
-
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
 
 from conftest import make_item
 
 from memstore import ExtractiveSummarizer, MemoryKind, Priority, WordEstimator
 from memstore.model import MemoryItem
 from memstore.summarizers import parse_summary
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def load_benchmark() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("fidelity", ROOT / "benchmarks" / "fidelity.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["fidelity"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-async def test_every_planted_fact_survives_20_compactions(tmp_path: Path) -> None:
-    fidelity = load_benchmark()
-    runs = await fidelity.measure(tmp_path / "fidelity.db", sessions=2, compactions=20)
-    assert [r.summarizer for r in runs] == ["extractive", "openai-standin"] * 2
-    for run in runs:
-        assert run.compactions == 20
-        assert run.facts == 4 * fidelity.FACTS_PER_CATEGORY
-        assert len(run.retention) == 20
-        assert run.retention == [1.0] * 20, (run.summarizer, run.seed, run.lost)
-        assert run.changed == [] and run.lost == []
-        assert run.summary_errors == 0
-    # The model path (real client, stand-in model) folds the same summaries, with usage.
-    for extractive, model in zip(runs[::2], runs[1::2], strict=True):
-        assert model.final_summary == extractive.final_summary
-        assert model.usage_tokens > 0 and extractive.usage_tokens == 0
-
-
-def test_the_scenario_is_deterministic_and_plants_every_kind() -> None:
-    fidelity = load_benchmark()
-    first = [e for _, e in zip(range(300), fidelity.scenario(7), strict=False)]
-    again = [e for _, e in zip(range(300), fidelity.scenario(7), strict=False)]
-    assert first == again
-    facts = [e.fact for e in first if e.fact is not None]
-    assert {f.category for f in facts} == {"constraint", "decision", "observation", "question"}
-    kinds = {(e.kind, e.priority) for e in first if e.fact is None}
-    assert (MemoryKind.TOOL_OBSERVATION, Priority.LOW) in kinds  # noise
-    assert (MemoryKind.TOOL_OBSERVATION, Priority.NORMAL) in kinds  # verbose logs
 
 
 def item(
