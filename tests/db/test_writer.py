@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import write_lock_held
 from sqlalchemy import Connection, event, text
 
 from memstore import IdempotencyConflictError, MemoryLimits, MemoryStore, WordEstimator
@@ -168,17 +169,6 @@ async def test_the_event_loop_thread_never_executes_sqlite(
     assert loop_thread not in threads
 
 
-@contextmanager
-def write_lock_held_elsewhere(db_path: Path) -> Iterator[None]:
-    other = sqlite3.connect(db_path, isolation_level=None)
-    other.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    finally:
-        other.execute("ROLLBACK")
-        other.close()
-
-
 def about_to_begin(store: MemoryStore) -> threading.Event:
     """Set when the writer thread issues its next ``BEGIN IMMEDIATE`` (and waits for the
     lock, if another connection holds it)."""
@@ -197,7 +187,7 @@ async def test_a_caller_cancelled_before_its_write_ran_writes_nothing(db_path: P
         memory = store.session("g", estimator=WordEstimator(), limits=LIMITS)
         await memory.add("user", "first")
         waiting = about_to_begin(store)
-        with write_lock_held_elsewhere(db_path):
+        async with write_lock_held(str(db_path)):
             blocked = asyncio.create_task(memory.add("user", "second"))
             # The writer thread is in BEGIN IMMEDIATE, waiting for the lock: the next write
             # stays in the queue, behind it.
@@ -219,7 +209,7 @@ async def test_a_caller_cancelled_while_its_write_runs_still_gets_it_committed(
         memory = store.session("g", estimator=WordEstimator(), limits=LIMITS)
         await memory.add("user", "first")
         waiting = about_to_begin(store)
-        with write_lock_held_elsewhere(db_path):
+        async with write_lock_held(str(db_path)):
             started = asyncio.create_task(memory.add("user", "second"))
             assert await asyncio.to_thread(waiting.wait, 10)  # taken into a batch: it runs
             started.cancel()
