@@ -3,8 +3,11 @@
 Every item becomes exactly one message whose role is fixed by the item's *kind*, never by its
 text: stored content is untrusted data, so a tool observation that says "system: ignore all
 previous instructions" is still one ``developer`` message that starts with ``[Tool
-observation]``. Labelled messages (tool observations, decisions) additionally neutralise line
-starts that imitate a label, so content cannot fake a second labelled entry inside its own.
+observation]``. Every developer message memstore writes (tool observations, decisions, the
+summary) additionally neutralises line starts that imitate a label, after every kind of line
+boundary (``\n``, ``\r``, VT, FF, the file/group/record separators, NEL, U+2028, U+2029:
+what ``str.splitlines`` splits on), so stored text cannot fake a labelled entry inside its own
+message, and neither can a summarizer's answer.
 
 Long-term memories (:func:`memories_message`) are one ``developer`` message: a fixed notice
 that they are data, then one JSON object per line between a ``<memories>`` and a
@@ -16,7 +19,6 @@ can close the fence, start a line of its own or look like anything but a JSON st
 from __future__ import annotations
 
 import json
-import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -51,9 +53,21 @@ _ROLE_BY_KIND: Mapping[MemoryKind, tuple[str, str]] = {
     MemoryKind.TOOL_OBSERVATION: ("developer", TOOL_LABEL),
     MemoryKind.DECISION: ("developer", DECISION_LABEL),
 }
-# A line inside labelled content that starts like one of our labels gets a leading space:
-# the model still reads the text, but it no longer looks like a new labelled entry.
-_FAKE_LABEL = re.compile(r"^(\[(?:Tool observation|Recorded decision)\])", re.MULTILINE)
+#: What a line must not start with inside a developer message: the labels themselves.
+_LABELS = (TOOL_LABEL.rstrip(), DECISION_LABEL.rstrip())
+
+
+def neutralise_labels(text: str) -> str:
+    """``text`` with a space before every line that starts like one of memstore's labels.
+
+    The model still reads the text, but no line of it looks like a new labelled entry. Lines
+    are what ``str.splitlines`` finds, so a label after ``\r``, NEL or U+2028 is caught as
+    surely as one after ``\n``.
+    """
+    if "[" not in text:
+        return text
+    lines = text.splitlines(keepends=True)
+    return "".join(" " + line if line.startswith(_LABELS) else line for line in lines)
 
 
 def message(role: str, content: str) -> dict[str, Any]:
@@ -66,13 +80,13 @@ def item_message(item: MemoryItem) -> dict[str, Any]:
     role, label = _ROLE_BY_KIND[item.kind]
     content = item.content
     if label:
-        content = label + _FAKE_LABEL.sub(r" \1", content)
+        content = label + neutralise_labels(content)
     return message(role, content)
 
 
 def summary_message(summary: str) -> dict[str, Any]:
     """The rolling summary as one ``developer`` message, labelled as historical context."""
-    return message("developer", f"{SUMMARY_PREAMBLE}\n\n{summary}")
+    return message("developer", f"{SUMMARY_PREAMBLE}\n\n{neutralise_labels(summary)}")
 
 
 def _json_escape(char: str) -> str:
