@@ -301,7 +301,7 @@ class StandInModel:
 
     # -- as a client transport -------------------------------------------------------------
 
-    def client(self, *, max_retries: int = 0) -> AsyncOpenAI:
+    def client(self, *, max_retries: int = 0, api_key: str = "stand-in") -> AsyncOpenAI:
         """An ``AsyncOpenAI`` whose requests go straight to this stand-in (no socket)."""
         from openai import AsyncOpenAI
 
@@ -322,7 +322,7 @@ class StandInModel:
             return httpx.Response(reply.status, content=reply.encoded(), headers=headers)
 
         return AsyncOpenAI(
-            api_key="stand-in",
+            api_key=api_key,
             base_url="http://stand-in.invalid/v1",
             max_retries=max_retries,
             http_client=httpx.AsyncClient(transport=httpx.MockTransport(handle)),

@@ -3,8 +3,10 @@
 :func:`create_response` wraps ``client.responses.create`` so that every way a call can fail
 becomes one :class:`~memstore.errors.ModelCallError` with a one-line message: an HTTP error
 (with its status), a timeout, an unreachable server, or a reply that is not a Responses API
-response (not JSON, the wrong shape, ``status: failed``). Callers (the summarizer, the agent)
-then decide: a summarizer lets the store record the error, the agent raises it to its caller.
+response (not JSON, the wrong shape, ``status: failed``). Credentials are redacted from every
+such message (:mod:`memstore.redaction`): a server may echo the key it was sent. Callers (the
+summarizer, the agent) then decide: a summarizer lets the store record the error, the agent
+raises it to its caller.
 
 ``openai`` is imported inside the functions, never at module import, so the parts of memstore
 that need no model (``memstore show``, the policy, replay) do not pay for loading it.
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from memstore.config import ModelSettings
 from memstore.errors import ModelCallError
+from memstore.redaction import redact
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -71,6 +74,14 @@ async def create_response(client: AsyncOpenAI, *, timeout: float, **request: Any
     Raises:
         ModelCallError: HTTP error, timeout, unreachable server, malformed or failed reply.
     """
+    try:
+        return await _create_response(client, timeout=timeout, **request)
+    except ModelCallError as error:  # a server may quote the key it was given
+        secrets = [getattr(client, "api_key", None)]
+        raise ModelCallError(redact(str(error), secrets), status_code=error.status_code) from None
+
+
+async def _create_response(client: AsyncOpenAI, *, timeout: float, **request: Any) -> Any:
     import openai
     from openai.types.responses import Response
 

@@ -59,6 +59,7 @@ from memstore.policy import (
     needs_compaction,
     start_plan,
 )
+from memstore.redaction import redact
 from memstore.responses import build_input
 from memstore.summarizers import Summarizer, summarizer_name
 from memstore.tokens import TokenEstimator
@@ -314,7 +315,8 @@ class SessionMemory:
             except TimeoutError:
                 error = f"timed out after {self.settings.summarizer_timeout_s:g}s"
             except Exception as exc:  # any summarizer failure is recorded, never raised
-                error = f"{type(exc).__name__}: {exc}"
+                # Stored in the report for good and shown by `memstore reports`: no secrets.
+                error = redact(f"{type(exc).__name__}: {exc}")
             seconds = time.perf_counter() - began
             if new_summary is not None and not isinstance(new_summary, str):
                 error, new_summary = f"summarizer returned {type(new_summary).__name__}", None

@@ -39,6 +39,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "memstore.tokens",
             "memstore.ltm_model",
             "memstore.validation",
+            "memstore.redaction",
         ),
     ),
     ("model", ("memstore.model",)),
