@@ -1,10 +1,11 @@
 """Driver errors -> memstore errors, at the boundary (one place, one table).
 
 SQLAlchemy wraps the driver's exception; its text includes the SQL statement and a driver's
-own text can quote a value (asyncpg: "invalid input for query argument $7: ..."). So messages
-are rebuilt from the classification alone (kind, driver type, SQLSTATE), and engines are
-created with ``hide_parameters=True`` so that even the chained cause, printed in a
-traceback, carries no stored content.
+own text can quote a value (asyncpg: "invalid input for query argument $7: ..."; sqlite3:
+"Could not decode to UTF-8 column 'content' with text '...'"). So messages are rebuilt from
+the classification alone (kind, driver type, SQLSTATE or SQLite error name), and the chained
+cause is a :class:`DriverError` that keeps the driver's type and code, never its text: what
+``log.exception`` prints of a storage error holds no stored content.
 """
 
 from __future__ import annotations
@@ -55,6 +56,26 @@ def _sqlstate(orig: BaseException | None) -> str | None:
     return None
 
 
+def _error_code(orig: BaseException) -> str | None:
+    name = getattr(orig, "sqlite_errorname", None)  # sqlite3, Python 3.11+
+    return name if isinstance(name, str) else _sqlstate(orig)
+
+
+class DriverError(Exception):
+    """The cause of a translated error: the driver's exception type and code, no text.
+
+    Attributes:
+        driver_type: e.g. ``sqlite3.OperationalError`` or ``asyncpg...UniqueViolationError``.
+        code: The SQLite error name (``SQLITE_CORRUPT``) or the SQLSTATE, when known.
+    """
+
+    def __init__(self, error: BaseException) -> None:
+        orig = getattr(error, "orig", None) or error
+        self.driver_type = f"{type(orig).__module__}.{type(orig).__qualname__}"
+        self.code = _error_code(orig)
+        super().__init__(self.driver_type + (f" ({self.code})" if self.code else ""))
+
+
 def classify(error: BaseException) -> StorageError:
     """The memstore error for a SQLAlchemy/driver error (without raising it)."""
     orig = getattr(error, "orig", None) or error
@@ -94,4 +115,4 @@ class translate_errors:
         # them, sqlite3 during connect); anything with a DB-API shape is translated too.
         driver = type(error).__module__.split(".")[0] in _DRIVER_MODULES
         if driver or isinstance(error, (sa_exc.SQLAlchemyError, OSError)):
-            raise classify(error) from error
+            raise classify(error) from DriverError(error)

@@ -37,6 +37,7 @@ from memstore import (
     SchemaTooNewError,
     SessionMemory,
     Settings,
+    StorageError,
     StorageFullError,
     WordEstimator,
 )
@@ -339,3 +340,28 @@ async def test_full_database_is_a_typed_error_and_writes_nothing(
         assert "full" in str(info.value)
         assert "x x x" not in str(info.value)  # the message never echoes stored content
     assert state(path) == before
+
+
+# -- stored content never in an error's chain -------------------------------------------------
+
+
+async def test_a_row_that_is_not_utf8_fails_cleanly_and_its_chain_quotes_nothing(
+    tmp_path: Path,
+) -> None:
+    import traceback
+
+    from memstore.db.errors import DriverError
+
+    path = tmp_path / "bad-utf8.db"
+    async with MemoryStore.open(path) as store:
+        await store.session("s", limits=LIMITS, estimator=WordEstimator()).add("user", "hello")
+    with closing(sqlite3.connect(path)) as conn:  # "Secret" after a byte that is not UTF-8
+        conn.execute("UPDATE items SET content = CAST(x'ff536563726574' AS TEXT)")
+        conn.commit()
+    async with MemoryStore.open(path) as store:
+        with pytest.raises(StorageError) as info:
+            await store.session("s", limits=LIMITS, estimator=WordEstimator()).items()
+    printed = "".join(traceback.format_exception(info.value))
+    assert "Secret" not in printed and "Secret" not in str(info.value)
+    assert isinstance(info.value.__cause__, DriverError)
+    assert info.value.__cause__.driver_type == "sqlite3.OperationalError"
