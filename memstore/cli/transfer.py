@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import IO, Any
 
 import click
 
 from memstore.cli.output import run_with_store, with_progress
-from memstore.errors import ValidationError
+from memstore.errors import StorageError, ValidationError
 from memstore.store import MemoryStore
 
 
@@ -18,16 +21,33 @@ from memstore.store import MemoryStore
 @click.option(
     "-o",
     "--output",
-    type=click.File("w", encoding="utf-8"),
+    type=click.Path(dir_okay=False, allow_dash=True),
     default="-",
-    help="Write to FILE instead of standard output.",
+    help="Write to FILE (readable by its owner only, like the database) instead of stdout.",
 )
 @click.pass_context
-def export_session(ctx: click.Context, session_id: str, output: IO[str]) -> None:
+def export_session(ctx: click.Context, session_id: str, output: str) -> None:
     """Write every item, summary and report of SESSION as JSON Lines."""
     records = run_with_store(ctx, lambda store: store.export_session(session_id))
-    for record in with_progress(records, "exporting"):
-        output.write(json.dumps(record, ensure_ascii=False) + "\n")
+    with _private_output(output) as out:
+        for record in with_progress(records, "exporting"):
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+@contextlib.contextmanager
+def _private_output(path: str) -> Iterator[IO[str]]:
+    """Standard output for ``-``; else ``path``, made readable by its owner only (mode 0600,
+    whatever the umask): an export holds the same memory as the database."""
+    if path == "-":
+        yield click.get_text_stream("stdout")
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT
+    except OSError as error:
+        raise StorageError(f"cannot write {path}: {error.strerror}") from None
+    with open(fd, "w", encoding="utf-8") as out:
+        yield out
 
 
 def _read_records(source: IO[str]) -> list[Any]:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import shutil
 import sqlite3
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -245,6 +247,32 @@ def test_export_import_round_trip(long_db: Path, tmp_path: Path) -> None:
     )
     again = cli(target, "import", str(export))
     assert again.exit_code == 1 and "already exists" in again.output
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o000])
+def test_an_export_file_is_readable_by_its_owner_only(
+    worked_db: Path, tmp_path: Path, umask: int
+) -> None:
+    export, existing = tmp_path / "new.jsonl", tmp_path / "existing.jsonl"
+    existing.write_text("old\n")
+    existing.chmod(0o644)
+    previous = os.umask(umask)
+    try:
+        for target in (export, existing):
+            result = cli(worked_db, "export", "incident-42", "-o", str(target))
+            assert result.exit_code == 0, result.output
+            assert stat.S_IMODE(target.stat().st_mode) == 0o600
+            assert target.read_text().startswith('{"type": "session"')
+    finally:
+        os.umask(previous)
+
+
+def test_an_export_that_cannot_be_written_is_one_line_exit_1(
+    worked_db: Path, tmp_path: Path
+) -> None:
+    result = cli(worked_db, "export", "incident-42", "-o", str(tmp_path / "no" / "such.jsonl"))
+    assert result.exit_code == 1 and "cannot write" in result.output
+    assert "Traceback" not in result.output
 
 
 def test_import_rejects_bad_input_and_writes_nothing(tmp_path: Path) -> None:
