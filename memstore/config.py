@@ -116,10 +116,19 @@ class Settings:
     def __post_init__(self) -> None:
         require_int("max_item_bytes", self.max_item_bytes, minimum=1)
         require_int("ltm_max_value_bytes", self.ltm_max_value_bytes, minimum=1)
-        require_positive_float("busy_timeout_s", self.busy_timeout_s)
-        require_positive_float("summarizer_timeout_s", self.summarizer_timeout_s)
-        require_positive_float("lease_s", self.lease_s)
-        if self.sqlite_synchronous.upper() not in _SYNCHRONOUS_MODES:
+        object.__setattr__(
+            self, "busy_timeout_s", require_positive_float("busy_timeout_s", self.busy_timeout_s)
+        )
+        object.__setattr__(
+            self,
+            "summarizer_timeout_s",
+            require_positive_float("summarizer_timeout_s", self.summarizer_timeout_s),
+        )
+        object.__setattr__(self, "lease_s", require_positive_float("lease_s", self.lease_s))
+        if (
+            not isinstance(self.sqlite_synchronous, str)
+            or self.sqlite_synchronous.upper() not in _SYNCHRONOUS_MODES
+        ):
             raise ConfigurationError(
                 "sqlite_synchronous",
                 f"must be one of {', '.join(_SYNCHRONOUS_MODES)}, got {self.sqlite_synchronous!r}",

@@ -108,17 +108,18 @@ def _coerce(enum_type: type[enum.Enum], field_name: str, value: object) -> Any:
 
 
 def parse_kind(value: object) -> MemoryKind:
-    """Accept a :class:`MemoryKind` or its value (``"TOOL_OBSERVATION"``)."""
+    """Accept a :class:`MemoryKind` or its name in any case (``"TOOL_OBSERVATION"``,
+    ``"tool_observation"``)."""
     return _coerce(MemoryKind, "kind", value)  # type: ignore[no-any-return]
 
 
 def parse_role(value: object) -> MemoryRole:
-    """Accept a :class:`MemoryRole`, its value (``"user"``) or its name (``"USER"``)."""
+    """Accept a :class:`MemoryRole`, its value (``"user"``) or its name, in any case."""
     return _coerce(MemoryRole, "role", value)  # type: ignore[no-any-return]
 
 
 def parse_priority(value: object) -> Priority:
-    """Accept a :class:`Priority`, its value (``10``) or its name (``"LOW"``)."""
+    """Accept a :class:`Priority`, its value (``10``) or its name in any case (``"low"``)."""
     return _coerce(Priority, "priority", value)  # type: ignore[no-any-return]
 
 

@@ -6,7 +6,9 @@ Every bad input gets a typed error naming the field, and nothing is written (see
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,7 @@ from memstore import (
     ValidationError,
     WordEstimator,
 )
+from memstore.model import parse_kind, parse_priority, parse_role
 
 # -- content ---------------------------------------------------------------------------------
 
@@ -188,6 +191,29 @@ async def test_enum_values_and_names_are_accepted(memory: SessionMemory, db_path
     assert (high.priority, high.kind) == (Priority.HIGH, MemoryKind.TOOL_OBSERVATION)
     assert decision.kind is MemoryKind.DECISION
     assert counts(db_path)["items"] == 4
+
+
+def spellings(member: Enum) -> set[object]:
+    """Every way a caller may name ``member``: itself, its value, its name in any case."""
+    names = {member.name, member.name.lower(), member.name.title(), member.name.swapcase()}
+    if isinstance(member.value, str):
+        names |= {member.value, member.value.upper(), member.value.title()}
+    return {member, member.value, *names}
+
+
+@pytest.mark.parametrize(
+    ("parse", "enum"),
+    [(parse_role, MemoryRole), (parse_kind, MemoryKind), (parse_priority, Priority)],
+    ids=["role", "kind", "priority"],
+)
+def test_every_enum_accepts_every_case_of_its_names_alike(parse: Any, enum: type[Enum]) -> None:
+    for member in enum:
+        assert {parse(spelling) for spelling in spellings(member)} == {member}
+    for wrong in (" user", "user ", "TOOL OBSERVATION", "10", 10.0, True, None):
+        if wrong in {s for m in enum for s in spellings(m)}:
+            continue
+        with pytest.raises(ValidationError):
+            parse(wrong)
 
 
 # -- idempotency keys ------------------------------------------------------------------------
@@ -381,6 +407,23 @@ def test_invalid_settings(field: str, kwargs: dict[str, Any]) -> None:
     with pytest.raises(ConfigurationError) as info:
         Settings(**kwargs)
     check_error(info.value, ConfigurationError, field)
+
+
+#: Values of every type, for every setting: each wrong one is a ConfigurationError naming the
+#: setting, never an AttributeError or TypeError from inside the check.
+ANY_TYPE: list[object] = [None, True, 1, 1.5, float("nan"), "FULL", b"FULL", [], {}, object()]
+SETTING_FIELDS = [field.name for field in dataclasses.fields(Settings)]
+
+
+@pytest.mark.parametrize("field", SETTING_FIELDS)
+@pytest.mark.parametrize("value", ANY_TYPE, ids=lambda v: type(v).__name__)
+def test_a_setting_of_any_wrong_type_names_the_setting(field: str, value: object) -> None:
+    try:
+        settings = Settings(**{field: value})  # type: ignore[arg-type]
+    except ConfigurationError as error:
+        check_error(error, ConfigurationError, field)
+    else:  # accepted: then it is a value of the setting's own kind
+        assert type(getattr(settings, field)) is type(getattr(Settings(), field))
 
 
 @pytest.mark.parametrize(
