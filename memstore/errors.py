@@ -22,6 +22,7 @@ so that programs never parse messages. Builtin bases are added where they help c
     │   ├── ModelCallError                    HTTP error, timeout, unreachable or malformed reply
     │   └── ToolLoopError                     the model kept calling tools past the round limit
     └── StorageError                          the database refused or failed
+        ├── ConnectionFailedError             the database server could not be reached or refused us
         ├── NotADatabaseError                 the file is not an SQLite database (untouched)
         ├── DatabaseMissingError (FileNotFoundError)  opened with create=False
         ├── ReadOnlyDatabaseError
@@ -188,6 +189,24 @@ class ToolLoopError(ModelError):
 
 class StorageError(MemstoreError):
     """The database could not do what was asked."""
+
+
+class ConnectionFailedError(StorageError):
+    """The database server could not be reached, or refused the connection.
+
+    The message names what failed (authentication for a user, a missing database, nothing
+    listening on host:port), never a password.
+
+    Attributes:
+        host, port, database, user: Where memstore tried to connect, and as whom.
+    """
+
+    def __init__(
+        self, message: str, *, host: str | None, port: int | None, database: str | None,
+        user: str | None,
+    ) -> None:  # fmt: skip
+        super().__init__(message)
+        self.host, self.port, self.database, self.user = host, port, database, user
 
 
 class NotADatabaseError(StorageError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import IO, Any
@@ -39,7 +40,7 @@ def _private_output(path: str) -> Iterator[IO[str]]:
     """Standard output for ``-``; else ``path``, made readable by its owner only (mode 0600,
     whatever the umask): an export holds the same memory as the database."""
     if path == "-":
-        yield click.get_text_stream("stdout")
+        yield sys.stdout
         return
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

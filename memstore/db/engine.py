@@ -39,10 +39,10 @@ from memstore.db.connection import (
     sqlite_engine,
     sqlite_path,
 )
-from memstore.db.errors import translate_errors
+from memstore.db.errors import DriverError, connection_failure, translate_errors
 from memstore.db.readers import ReaderThreads
 from memstore.db.writer import SqliteWriter
-from memstore.errors import StorageError
+from memstore.errors import MemstoreError, StorageError
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
@@ -120,8 +120,14 @@ class Database:
         assert isinstance(self.engine, AsyncEngine)
         if self._closed:
             raise StorageError("the store is closed")
+        try:
+            conn = await self.engine.connect()
+        except Exception as error:
+            if isinstance(error, MemstoreError):
+                raise
+            raise connection_failure(error, self.sync_engine.url) from DriverError(error)
         with translate_errors():
-            async with self.engine.connect() as conn:
+            async with conn:
                 if options:
                     await conn.execution_options(**options)
                 async with conn.begin():

@@ -10,9 +10,13 @@ cause is a :class:`DriverError` that keeps the driver's type and code, never its
 
 from __future__ import annotations
 
+import socket
+from typing import TYPE_CHECKING
+
 from sqlalchemy import exc as sa_exc
 
 from memstore.errors import (
+    ConnectionFailedError,
     LockTimeoutError,
     MemstoreError,
     NotADatabaseError,
@@ -20,6 +24,9 @@ from memstore.errors import (
     StorageError,
     StorageFullError,
 )
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
 
 # (substring of the SQLite message, memstore error, message we show)
 _SQLITE_PATTERNS: tuple[tuple[str, type[StorageError], str], ...] = (
@@ -93,6 +100,34 @@ def classify(error: BaseException) -> StorageError:
     # (asyncpg's "invalid input for query argument $7: ..."), and values are stored content.
     suffix = f", SQLSTATE {state}" if state else ""
     return StorageError(f"database error ({type(orig).__name__}{suffix})")
+
+
+def connection_failure(error: BaseException, url: URL) -> ConnectionFailedError:
+    """What a failed connect to a database server means, said with the URL's parts (never
+    its password): authentication, a missing database, or nothing listening there."""
+    where = f"{url.host or 'localhost'}:{url.port or 5432}"
+    user, database = url.username, url.database
+    orig = getattr(error, "orig", None) or error
+    state = _sqlstate(orig)
+    text = str(orig).lower()  # only matched against, never shown: it may quote the server
+    if state == "28P01" or "password authentication failed" in text:
+        message = f"authentication failed for user {user!r} on {where}"
+    elif state == "28000" or ("role" in text and "does not exist" in text):
+        message = f"the server at {where} refused user {user!r} (no such role, or not allowed)"
+    elif state == "3D000" or ("database" in text and "does not exist" in text):
+        message = f"database {database!r} does not exist on {where}"
+    elif isinstance(orig, ConnectionRefusedError) or "connection refused" in text:
+        message = f"nothing is listening on {where} (connection refused)"
+    elif isinstance(orig, socket.gaierror) or "name or service not known" in text:
+        message = f"cannot resolve the database host {url.host!r}"
+    elif isinstance(orig, TimeoutError) or "timeout" in text:
+        message = f"no answer from the database server at {where} in time"
+    else:
+        suffix = f", SQLSTATE {state}" if state else ""
+        message = f"cannot connect to {where} as {user!r} ({type(orig).__name__}{suffix})"
+    return ConnectionFailedError(
+        message, host=url.host, port=url.port, database=database, user=user
+    )
 
 
 _DRIVER_MODULES = frozenset({"sqlite3", "asyncpg", "psycopg", "aiosqlite"})
