@@ -23,6 +23,7 @@ so that programs never parse messages. Builtin bases are added where they help c
     │   └── ToolLoopError                     the model kept calling tools past the round limit
     └── StorageError                          the database refused or failed
         ├── ConnectionFailedError             the database server could not be reached or refused us
+        ├── CorruptDatabaseError              the file is damaged; the store no longer writes to it
         ├── NotADatabaseError                 the file is not an SQLite database (untouched)
         ├── DatabaseMissingError (FileNotFoundError)  opened with create=False
         ├── ReadOnlyDatabaseError
@@ -207,6 +208,23 @@ class ConnectionFailedError(StorageError):
     ) -> None:  # fmt: skip
         super().__init__(message)
         self.host, self.port, self.database, self.user = host, port, database, user
+
+
+class CorruptDatabaseError(StorageError):
+    """The database file is damaged (SQLite found it malformed).
+
+    Once a store meets this, it refuses every later write until it is reopened: writing to a
+    damaged b-tree can spread the damage. Reads may go on, to inspect and export.
+    """
+
+    #: What an operator can do about it, appended to every message.
+    ADVICE = (
+        "run `memstore check` to see the damage, and save what is readable "
+        "(`memstore export SESSION`, or `sqlite3 FILE .recover`) into a new database"
+    )
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"{what}; {self.ADVICE}")
 
 
 class NotADatabaseError(StorageError):

@@ -195,6 +195,8 @@ class SessionMemory:
         return None
 
     async def _compact_quietly(self, trigger: str) -> None:
+        # The append committed: whatever happens here, add() reports the item as stored
+        # (raising would invite a retry that stores it twice).
         try:
             await self._compact(trigger)
         except MemstoreError as error:
@@ -202,6 +204,11 @@ class SessionMemory:
                 "memstore: compaction of %s after an append failed (%s); it will be retried",
                 self.session_id,
                 error,
+            )
+        except Exception:  # a bug, not an expected failure: loud in the log, not in add()
+            log.exception(
+                "memstore: compaction of %s after an append failed; it will be retried",
+                self.session_id,
             )
 
     async def compact(self) -> CompactionReport | None:

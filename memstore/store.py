@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from memstore.config import Settings
 from memstore.db import Database, open_database, reads
 from memstore.db.migrate import database_revision, ensure_schema, head_revision
-from memstore.errors import SessionNotFoundError
+from memstore.errors import CorruptDatabaseError, SessionNotFoundError
 from memstore.model import (
     MemoryLimits,
     SessionHistory,
@@ -64,6 +64,7 @@ class MemoryStore:
         *,
         upgrade: bool = True,
         create: bool = True,
+        verify: bool = False,
         settings: Settings | None = None,
     ) -> _Opening:
         """Open (creating or upgrading) a store.
@@ -74,6 +75,10 @@ class MemoryStore:
             upgrade: Upgrade an older schema to head; if ``False``, refuse it instead.
             create: Create a missing SQLite file; if ``False``, raise
                 :class:`DatabaseMissingError` (read-only tools should not litter files).
+            verify: Run SQLite's ``quick_check`` before anything else, and refuse a damaged
+                file (a cautious deployment's start-up check: it reads the whole file, about
+                2 s per GiB from the page cache; see docs/operations.md). ``memstore check``
+                stays the full audit. Ignored on PostgreSQL.
             settings: Store-wide settings; :meth:`Settings.from_env` by default.
 
         Returns:
@@ -81,10 +86,11 @@ class MemoryStore:
 
         Raises:
             NotADatabaseError: the file exists and is not an SQLite database (untouched).
+            CorruptDatabaseError: ``verify`` found the file damaged (untouched).
             SchemaTooNewError: a newer memstore wrote this database.
             SchemaOutdatedError: the schema is older and ``upgrade`` is ``False``.
         """
-        return _Opening(url_or_path, upgrade, create, settings)
+        return _Opening(url_or_path, upgrade, create, verify, settings)
 
     @classmethod
     async def _open(
@@ -92,6 +98,7 @@ class MemoryStore:
         url_or_path: str | os.PathLike[str],
         upgrade: bool,
         create: bool,
+        verify: bool,
         settings: Settings | None,
     ) -> MemoryStore:
         settings = settings or Settings.from_env()
@@ -99,6 +106,12 @@ class MemoryStore:
         # on the event loop.
         database = await asyncio.to_thread(open_database, url_or_path, settings, create=create)
         try:
+            if verify:
+                from memstore.db import audit
+
+                damage = await audit.quick_check(database)
+                if damage:
+                    raise CorruptDatabaseError(f"quick_check found the file damaged ({damage[0]})")
             await ensure_schema(database, upgrade=upgrade)
         except BaseException:
             await database.close()
@@ -310,9 +323,10 @@ class _Opening:
         url_or_path: str | os.PathLike[str],
         upgrade: bool,
         create: bool,
+        verify: bool,
         settings: Settings | None,
     ) -> None:
-        self._args = (url_or_path, upgrade, create, settings)
+        self._args = (url_or_path, upgrade, create, verify, settings)
         self._store: MemoryStore | None = None
 
     def __await__(self) -> Generator[Any, None, MemoryStore]:

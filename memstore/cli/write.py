@@ -10,7 +10,7 @@ from rich.table import Table
 
 from memstore.cli.inspect import reports_table
 from memstore.cli.output import console, json_option, plain, print_json, run_with_store
-from memstore.errors import SessionNotFoundError
+from memstore.errors import MemstoreError, SessionNotFoundError
 from memstore.model import CompactionReport, MemoryItem, MemoryKind, MemoryRole, Priority
 from memstore.policy import CompactionPlan
 from memstore.session import SessionMemory
@@ -75,7 +75,9 @@ def add_item(
     """
     content = sys.stdin.read() if text in (None, "-") else text
 
-    async def run(store: MemoryStore) -> tuple[MemoryItem, int, list[CompactionReport]]:
+    async def run(
+        store: MemoryStore,
+    ) -> tuple[MemoryItem, int | None, list[CompactionReport], str | None]:
         memory = await open_or_create(store, session_id, estimator)
         seen: list[CompactionReport] = []
         memory.add_observer(seen.append)
@@ -86,25 +88,34 @@ def add_item(
             priority=priority.upper(),  # type: ignore[arg-type]
             idempotency_key=idempotency_key,
         )
-        return item, await memory.estimated_tokens(), seen
+        # The item is stored from here on: nothing that fails after this is the add's failure
+        # (a script retrying on exit 1 would store it twice).
+        try:
+            return item, await memory.estimated_tokens(), seen, None
+        except MemstoreError as error:
+            return item, None, seen, f"the item is stored, but reading the session failed: {error}"
 
-    item, total, reports = run_with_store(ctx, run, create=True)
+    item, total, reports, after = run_with_store(ctx, run, create=True)
     if as_json:
         print_json(
             {
                 "item": item.to_dict(),
                 "total_tokens": total,
                 "compactions": [r.to_dict() for r in reports],
+                "warning": after,
             }
         )
-        return
-    out = console()
-    out.print(
-        f"added #{item.seq} {item.kind.value} {item.priority.name} "
-        f"({item.estimated_tokens} tokens); session total {total}"
-    )
-    if reports:
-        out.print(reports_table(reports))
+    else:
+        out = console()
+        shown_total = "unknown" if total is None else total
+        out.print(
+            f"added #{item.seq} {item.kind.value} {item.priority.name} "
+            f"({item.estimated_tokens} tokens); session total {shown_total}"
+        )
+        if reports:
+            out.print(reports_table(reports))
+    if after is not None:
+        click.echo(f"Warning: {after}", err=True)
 
 
 def plan_table(plan: CompactionPlan) -> Table:

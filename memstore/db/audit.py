@@ -63,6 +63,21 @@ def _load_ledger(conn: Connection, session_id: str) -> Ledger | None:
     )
 
 
+async def quick_check(db: Database) -> list[str]:
+    """SQLite's ``PRAGMA quick_check`` findings (empty: ok; always empty on PostgreSQL).
+
+    The b-tree structure and every page, without cross-checking indexes against tables:
+    linear in the file's size, and several times faster than ``integrity_check``.
+    """
+    if db.dialect != "sqlite":
+        return []
+
+    def read(conn: Connection) -> list[str]:
+        return [str(r[0]) for r in conn.execute(text("PRAGMA quick_check"))]
+
+    return [line for line in await db.run_read(read) if line != "ok"]
+
+
 async def integrity_problems(db: Database) -> list[str]:
     """SQLite's ``PRAGMA integrity_check`` and ``foreign_key_check`` findings (empty: ok)."""
     if db.dialect != "sqlite":

@@ -36,6 +36,7 @@ import contextlib
 import os
 import sqlite3
 import time
+import uuid
 import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,7 +46,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.pool import StaticPool
 
 from memstore.config import Settings
-from memstore.db.errors import translate_errors
+from memstore.db.errors import classify, translate_errors
 from memstore.errors import (
     DatabaseMissingError,
     LockTimeoutError,
@@ -114,27 +115,53 @@ def prepare_sqlite_file(path: Path, *, create: bool = True) -> None:
     """Refuse a file that is not a database; create a new one readable by its owner only.
 
     The header is checked *before* SQLite opens the file: SQLite would happily turn an empty
-    page into WAL mode, and we never write to a file that was not ours.
+    file into a database, and memstore never writes to a file that was not its own. An empty
+    existing file is refused like any other that is not a database: memstore never leaves one
+    (:func:`create_database_file`), so it is someone else's.
     """
     if path.exists():
         if path.is_dir():
             raise NotADatabaseError(f"{path} is a directory, not an SQLite database")
         with translate_errors(), path.open("rb") as handle:
             header = handle.read(len(SQLITE_HEADER))
-        if header and header != SQLITE_HEADER:
+        if not header:
+            raise NotADatabaseError(
+                f"{path} is an empty file, not a memstore database (left untouched; "
+                "delete it to create a database there)"
+            )
+        if header != SQLITE_HEADER:
             raise NotADatabaseError(f"{path} is not an SQLite database (left untouched)")
         return
     if not create:
         raise DatabaseMissingError(f"no database at {path}")
     if not path.parent.is_dir():
         raise StorageError(f"directory {path.parent} does not exist")
+    create_database_file(path)
+
+
+def create_database_file(path: Path) -> None:
+    """A new, empty SQLite database in WAL mode at ``path``, mode 0600, made atomically.
+
+    It is written beside ``path`` under a temporary name, then hard-linked into place: no
+    other process ever sees a half-made (empty) file there, and a create that fails (a full
+    disk) leaves nothing behind. When two processes create the same database at once, the
+    second link fails and that process uses the first one's file.
+    """
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.creating")
     try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-        os.close(fd)
+        os.close(os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        with contextlib.closing(sqlite3.connect(temporary, isolation_level=None)) as conn:
+            conn.execute("PRAGMA journal_mode = WAL")  # writes the header page
+        os.link(temporary, path)
     except FileExistsError:
         pass  # another process created it first: fine, it is the same database
-    except OSError as error:
-        raise StorageError(f"cannot create {path}: {error.strerror}") from None
+    except (OSError, sqlite3.Error) as error:
+        reason = getattr(error, "strerror", None) or classify(error)
+        raise StorageError(f"cannot create {path}: {reason}") from None
+    finally:
+        for leftover in (temporary, *(Path(f"{temporary}{end}") for end in ("-wal", "-shm"))):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
 
 
 def enable_wal(path: Path, timeout_s: float) -> None:

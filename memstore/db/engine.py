@@ -22,7 +22,8 @@ import asyncio
 import concurrent.futures
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -42,7 +43,7 @@ from memstore.db.connection import (
 from memstore.db.errors import DriverError, connection_failure, translate_errors
 from memstore.db.readers import ReaderThreads
 from memstore.db.writer import SqliteWriter
-from memstore.errors import MemstoreError, StorageError
+from memstore.errors import CorruptDatabaseError, MemstoreError, StorageError
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
@@ -82,6 +83,7 @@ class Database:
         self._pid = os.getpid()
         self._lock = threading.Lock()  # two threads must not each start a writer
         self._closed = False
+        self._damaged = False  # met a corrupt file: refuse every later write (see run_write)
 
     @property
     def url(self) -> str:
@@ -89,13 +91,18 @@ class Database:
         return self.sync_engine.url.render_as_string(hide_password=True)
 
     async def run_read(self, fn: Callable[[Connection], T]) -> T:
-        """``fn(connection)`` in one read transaction (one consistent snapshot)."""
-        if not isinstance(self.engine, Engine):
-            return await self._run_async(fn, {"isolation_level": "REPEATABLE READ"})
-        if self._in_memory:
-            return await self.run_write(fn)
-        future = self._reader_pool().submit(partial(self._read_in_thread, fn))
-        return await asyncio.wrap_future(future)
+        """``fn(connection)`` in one read transaction (one consistent snapshot).
+
+        Reads go on after the file was found damaged: they are how an operator inspects and
+        saves what is left.
+        """
+        with self._noting_damage():
+            if not isinstance(self.engine, Engine):
+                return await self._run_async(fn, {"isolation_level": "REPEATABLE READ"})
+            if self._in_memory:
+                return await asyncio.wrap_future(self._sqlite_writer().submit(fn))
+            future = self._reader_pool().submit(partial(self._read_in_thread, fn))
+            return await asyncio.wrap_future(future)
 
     async def run_write(self, fn: Callable[[Connection], T]) -> T:
         """``fn(connection)`` in one write transaction, durable when this returns.
@@ -103,11 +110,25 @@ class Database:
         ``fn`` raising rolls back everything it did (and only that); its error is raised here.
 
         Raises:
+            CorruptDatabaseError: this store met a damaged file (in any read or write since it
+                was opened): it writes nothing more until it is reopened, since writing into a
+                damaged b-tree can spread the damage.
             StorageError: the store is closed, or the database failed (translated).
         """
-        if not isinstance(self.engine, Engine):
-            return await self._run_async(fn, {})
-        return await asyncio.wrap_future(self._sqlite_writer().submit(fn))
+        if self._damaged:
+            raise CorruptDatabaseError("the database file is damaged, so this store refuses writes")
+        with self._noting_damage():
+            if not isinstance(self.engine, Engine):
+                return await self._run_async(fn, {})
+            return await asyncio.wrap_future(self._sqlite_writer().submit(fn))
+
+    @contextmanager
+    def _noting_damage(self) -> Iterator[None]:
+        try:
+            yield
+        except CorruptDatabaseError:
+            self._damaged = True
+            raise
 
     def _read_in_thread(self, fn: Callable[[Connection], T]) -> T:
         assert isinstance(self.engine, Engine)

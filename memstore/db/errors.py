@@ -17,6 +17,7 @@ from sqlalchemy import exc as sa_exc
 
 from memstore.errors import (
     ConnectionFailedError,
+    CorruptDatabaseError,
     LockTimeoutError,
     MemstoreError,
     NotADatabaseError,
@@ -33,7 +34,6 @@ _SQLITE_PATTERNS: tuple[tuple[str, type[StorageError], str], ...] = (
     ("database is locked", LockTimeoutError, "the database stayed locked past the busy timeout"),
     ("database table is locked", LockTimeoutError, "a table stayed locked past the busy timeout"),
     ("file is not a database", NotADatabaseError, "the file is not an SQLite database"),
-    ("malformed", NotADatabaseError, "the database file is corrupt (malformed)"),
     ("readonly database", ReadOnlyDatabaseError, "the database is read-only"),
     ("read-only", ReadOnlyDatabaseError, "the database is read-only"),
     ("database or disk is full", StorageFullError, "the disk (or database) is full"),
@@ -83,14 +83,27 @@ class DriverError(Exception):
         super().__init__(self.driver_type + (f" ({self.code})" if self.code else ""))
 
 
+#: Signs that the file itself is damaged: SQLite's own verdict, or stored text that is not
+#: UTF-8 (memstore only ever stores valid UTF-8, so such bytes are damage or a foreign writer).
+_CORRUPTION = (
+    ("malformed", "the database file is corrupt (malformed)"),
+    ("could not decode to utf-8", "a stored text is not valid UTF-8: the file is damaged"),
+)
+
+
 def classify(error: BaseException) -> StorageError:
     """The memstore error for a SQLAlchemy/driver error (without raising it)."""
     orig = getattr(error, "orig", None) or error
+    if str(getattr(orig, "sqlite_errorname", "")).startswith("SQLITE_CORRUPT"):
+        return CorruptDatabaseError("the database file is corrupt (malformed)")
+    message = str(orig).lower()
+    for needle, text in _CORRUPTION:
+        if needle in message:
+            return CorruptDatabaseError(text)
     state = _sqlstate(orig)
     if state in _PG_STATES:
         kind, text = _PG_STATES[state]
         return kind(text)
-    message = str(orig).lower()
     for needle, kind, text in _SQLITE_PATTERNS:
         if needle in message:
             return kind(text)

@@ -286,6 +286,7 @@ def test_two_processes_open_the_same_fresh_database(tmp_path: Path) -> None:
 _HOLDER = r"""
 import sqlite3, sys, time
 conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA user_version = 1")  # a real (rollback-journal) database file, no tables
 conn.execute("BEGIN IMMEDIATE")
 print("locked", flush=True)
 time.sleep(float(sys.argv[2]))
@@ -295,9 +296,10 @@ conn.close()
 
 
 async def test_fresh_database_opens_while_another_process_writes_it(db_path: Path) -> None:
-    """The deterministic form of the race above: switching a fresh file to WAL while another
+    """The deterministic form of the race above: switching a database to WAL while another
     process holds its write lock gets SQLITE_BUSY without the busy handler; the open must
-    wait for the lock (0.5s here, well inside the 5s busy timeout) instead of failing."""
+    wait for the lock (0.5s here, well inside the 5s busy timeout) instead of failing. (A file
+    memstore creates itself is born in WAL mode; this is an SQLite file made elsewhere.)"""
     with subprocess.Popen(
         [sys.executable, "-c", _HOLDER, str(db_path), "0.5"],
         stdout=subprocess.PIPE,
