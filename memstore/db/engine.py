@@ -141,19 +141,22 @@ class Database:
         assert isinstance(self.engine, AsyncEngine)
         if self._closed:
             raise StorageError("the store is closed")
+        conn = self.engine.connect()
         try:
-            conn = await self.engine.connect()
-        except Exception as error:
+            await conn.start()
+        except Exception as error:  # the server: unreachable, or refusing us
             if isinstance(error, MemstoreError):
                 raise
             raise connection_failure(error, self.sync_engine.url) from DriverError(error)
         with translate_errors():
-            async with conn:
+            try:
                 if options:
                     await conn.execution_options(**options)
                 async with conn.begin():
                     result: T = await conn.run_sync(fn)
                     return result
+            finally:
+                await conn.close()
 
     def _forked(self) -> bool:
         """Whether this is a child of the process that made the threads (they did not
