@@ -36,7 +36,7 @@ from typing import Any
 from many_workers import create, create_raw_table, memstore_worker, raw_worker, run_processes
 
 from memstore import MemoryLimits, MemoryStore, Settings, TiktokenEstimator, WordEstimator
-from memstore.db import compaction, reads
+from memstore.db import compaction, lease, reads
 from memstore.db.append import NewItem, append_item
 from memstore.db.compaction import CommitContext
 from memstore.db.connection import WRITE_OPTION, sqlite_engine
@@ -317,9 +317,10 @@ async def compaction_commit_seconds(path: Path) -> float:
             for i in range(104):
                 await memory.add("user", f"item {i} " + "word " * 20)
             db = store.database
-            token = await compaction.acquire_lease(db, session_id, "bench", 60, time.time())
+            taken = await lease.acquire_lease(db, session_id, "bench", 60)
             snap = await reads.snapshot(db, session_id)
-            assert token is not None and snap is not None
+            assert isinstance(taken, lease.Lease) and snap is not None
+            token = taken.token
             plan = plan_compaction(
                 snap, memory.limits, WordEstimator().count, lambda p, i: "summary", force=True
             )

@@ -28,9 +28,10 @@ DEFAULT_LTM_MAX_VALUE_BYTES = 64 << 10
 DEFAULT_BUSY_TIMEOUT_S = 5.0
 #: A summarizer gets this long before its answer is abandoned and recorded as an error.
 DEFAULT_SUMMARIZER_TIMEOUT_S = 30.0
-#: The compaction lease must outlive a summarizer call, or a slow model would let a second
-#: worker start a duplicate (wasted) summarization.
-DEFAULT_LEASE_S = 60.0
+#: Ten seconds: the holder renews its lease every third of it while its summarizer runs, so
+#: the lease only has to outlive a missed heartbeat or two, and a holder that dies on another
+#: host delays the session's compaction by at most this long (on its own host, not at all).
+DEFAULT_LEASE_S = 10.0
 #: FULL: an acknowledged append survives power loss, not only a crash of the process.
 DEFAULT_SQLITE_SYNCHRONOUS = "FULL"
 DEFAULT_DB = "memstore.db"
@@ -100,7 +101,8 @@ class Settings:
         max_item_bytes: Largest item content accepted, in UTF-8 bytes (``MEMSTORE_MAX_ITEM_BYTES``).
         busy_timeout_s: How long a writer waits for the lock (``MEMSTORE_BUSY_TIMEOUT``).
         summarizer_timeout_s: Budget of one summarizer call (``MEMSTORE_SUMMARIZER_TIMEOUT``).
-        lease_s: Compaction lease length (``MEMSTORE_LEASE_SECONDS``).
+        lease_s: Compaction lease length, renewed every third of it while its holder works
+            (``MEMSTORE_LEASE_SECONDS``).
         sqlite_synchronous: SQLite ``synchronous`` pragma (``MEMSTORE_SQLITE_SYNCHRONOUS``).
         ltm_max_value_bytes: Largest long-term value, in UTF-8 bytes of compact JSON
             (``MEMSTORE_LTM_MAX_VALUE_BYTES``).

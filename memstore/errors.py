@@ -15,6 +15,8 @@ so that programs never parse messages. Builtin bases are added where they help c
     │   └── EntryNotFoundError                no such long-term entry (CLI get/delete)
     ├── ConflictError                         a compare-and-set lost; .expected / .actual
     │   ├── CompactionConflictError           another compaction committed first
+    │   │   └── LeaseLostError                this worker's lease was taken over (fenced off)
+    │   ├── LeaseHeldError                    another worker holds the compaction lease
     │   ├── IdempotencyConflictError          same key, different content
     │   ├── EstimatorMismatchError            session counted by another estimator
     │   └── VersionConflictError              long-term entry at another version
@@ -116,6 +118,48 @@ class CompactionConflictError(ConflictError):
             actual=actual,
         )
         self.session_id = session_id
+
+
+class LeaseLostError(CompactionConflictError):
+    """This worker's compaction lease was taken over (it paused, or its heartbeats failed,
+    past the lease): its compaction is fenced off and wrote nothing.
+
+    Attributes:
+        taken_by: The worker that holds the lease now (``None``: nobody; it was released).
+        token: The lease's fencing token now.
+    """
+
+    def __init__(self, session_id: str, *, taken_by: str | None, token: int | None) -> None:
+        ConflictError.__init__(
+            self,
+            f"session {session_id!r}: this worker's compaction lease was taken over "
+            f"(now held by {taken_by or 'nobody'}, token {token}); nothing was written",
+        )
+        self.session_id = session_id
+        self.taken_by = taken_by
+        self.token = token
+
+
+class LeaseHeldError(ConflictError):
+    """Another worker holds the session's compaction lease: it is compacting right now.
+
+    Attributes:
+        holder: That worker (``host:pid:nonce``).
+        host, pid: Its host and process id, when known.
+        expires_in: Seconds its lease has left by the database's clock (it renews it while
+            it works; one that died stops renewing, or is replaced at once on its own host).
+    """
+
+    def __init__(
+        self, session_id: str, *, holder: str, host: str | None, pid: int | None,
+        expires_in: float,
+    ) -> None:  # fmt: skip
+        super().__init__(
+            f"session {session_id!r}: another worker ({holder}) holds the compaction lease, "
+            f"for {max(expires_in, 0):.1f}s more unless it renews it; it is compacting now"
+        )
+        self.session_id = session_id
+        self.holder, self.host, self.pid, self.expires_in = holder, host, pid, expires_in
 
 
 class IdempotencyConflictError(ConflictError):

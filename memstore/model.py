@@ -260,6 +260,8 @@ class CompactionReport:
         committed_version: Session version this compaction committed as.
         attempts: Plans made before this one committed (1 unless it lost a race).
         usage: Token usage a model summarizer reported, if any.
+        took_over_from: The worker whose abandoned lease this compaction took over (it died
+            or stalled holding it), or ``None``.
     """
 
     session_id: str
@@ -284,6 +286,7 @@ class CompactionReport:
     committed_version: int = 0
     attempts: int = 1
     usage: Mapping[str, Any] | None = field(default=None)
+    took_over_from: str | None = None
 
     @property
     def duration_seconds(self) -> float:

@@ -19,21 +19,21 @@ the hard limit: the message gets at most ``ltm_budget`` tokens and working memor
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 import os
-import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from memstore.compactor import Compactor
 from memstore.config import fault_point
 from memstore.db import append as appends
-from memstore.db import compaction, reads
+from memstore.db import reads
+from memstore.db.lease import LeaseHolder
 from memstore.errors import (
-    CompactionConflictError,
     EstimatorMismatchError,
+    LeaseHeldError,
     MemstoreError,
     SessionNotFoundError,
 )
@@ -55,13 +55,9 @@ from memstore.policy import (
     CompactionPlan,
     Snapshot,
     bounded_view,
-    finish_plan,
-    needs_compaction,
-    start_plan,
 )
-from memstore.redaction import redact
 from memstore.responses import build_input
-from memstore.summarizers import Summarizer, summarizer_name
+from memstore.summarizers import Summarizer
 from memstore.tokens import TokenEstimator
 from memstore.validation import validate_idempotency_key, validate_text
 
@@ -125,6 +121,17 @@ class SessionMemory:
         self.ltm_budget = memory_budget(ltm_budget, limits)
         self._observers: list[Observer] = []
         self._db = database
+        self._compactor = Compactor(
+            database=database,
+            settings=settings,
+            worker=worker,
+            session_id=session_id,
+            limits=limits,
+            estimator=estimator,
+            summarizer=summarizer,
+            snapshot=self._snapshot_checked,
+            notify=self._notify,
+        )
 
     @property
     def ltm(self) -> LongTermMemory:
@@ -196,9 +203,10 @@ class SessionMemory:
 
     async def _compact_quietly(self, trigger: str) -> None:
         # The append committed: whatever happens here, add() reports the item as stored
-        # (raising would invite a retry that stores it twice).
+        # (raising would invite a retry that stores it twice). A lease held by another
+        # worker is no failure: that worker is compacting this session right now.
         try:
-            await self._compact(trigger)
+            await self._compactor.run(trigger)
         except MemstoreError as error:
             log.warning(
                 "memstore: compaction of %s after an append failed (%s); it will be retried",
@@ -215,12 +223,25 @@ class SessionMemory:
         """Compact now: drop noise, summarize every unprotected item, enforce the target.
 
         Returns:
-            The report, or ``None`` when there was nothing to compact or another worker
-            holds the compaction lease (it is compacting this session right now).
+            The report, or ``None`` when there is nothing to compact (no session yet, or
+            nothing a compaction would change).
+
+        Raises:
+            LeaseHeldError: another worker holds the compaction lease (it is compacting
+                this session right now): who, and for how long its lease runs.
         """
         if await self._snapshot_checked() is None:  # refuse a wrong estimator before any write
             return None
-        return await self._compact("manual")
+        outcome = await self._compactor.run("manual")
+        if isinstance(outcome, LeaseHolder):
+            raise LeaseHeldError(
+                self.session_id,
+                holder=outcome.owner,
+                host=outcome.host,
+                pid=outcome.pid,
+                expires_in=outcome.expires_in,
+            )
+        return outcome
 
     async def plan_compaction(self) -> CompactionPlan | None:
         """What :meth:`compact` would do now, computed but not written (a dry run).
@@ -231,106 +252,8 @@ class SessionMemory:
         snap = await self._snapshot_checked()
         if snap is None:
             return None
-        plan, _seconds, _usage = await self._plan(snap, force=True, drop_noise=True)
+        plan, _seconds, _usage = await self._compactor.plan(snap, force=True, drop_noise=True)
         return plan
-
-    async def _compact(self, trigger: str) -> CompactionReport | None:
-        last: CompactionReport | None = None
-        attempt = 1  # plans made for the compaction being attempted (1 + lost races)
-        for _ in range(MAX_COMPACTION_ROUNDS):
-            outcome = await self._compact_once(trigger, attempt)
-            if outcome is None:
-                return last
-            if isinstance(outcome, CompactionConflictError):
-                # Lost the race (or the lease, while paused past it): nothing was written.
-                log.info("memstore: %s; re-planning", outcome)
-                attempt += 1
-                continue
-            last, attempt = outcome, 1
-            if trigger == "manual" or outcome.after_tokens < self.limits.hard:
-                return last
-            trigger = "hard_limit"  # appends during the compaction refilled it
-        return last
-
-    async def _compact_once(
-        self, trigger: str, attempt: int
-    ) -> CompactionReport | CompactionConflictError | None:
-        owner = self.worker.id
-        token = await compaction.acquire_lease(
-            self._db, self.session_id, owner, self.settings.lease_s, time.time()
-        )
-        if token is None:
-            return None  # another worker holds the lease and is compacting
-        committed = False
-        try:
-            started = reads.utcnow()
-            snap = await self._snapshot_checked()
-            if snap is None:
-                return None
-            fault_point("after-snapshot")
-            force = trigger in ("manual", "summarize_every")
-            if not force and needs_compaction(snap, self.limits) is None:
-                return None  # someone else's compaction already brought it down
-            plan, seconds, usage = await self._plan(
-                snap, force=force, drop_noise=trigger != "summarize_every"
-            )
-            if not plan.changes_anything:
-                return None
-            fault_point("before-commit")
-            try:
-                report = await compaction.commit_compaction(
-                    self._db,
-                    plan,
-                    compaction.CommitContext(
-                        owner=owner,
-                        lease_token=token,
-                        trigger=trigger,
-                        summarizer=summarizer_name(self.summarizer) if seconds else None,
-                        limits=self.limits,
-                        worker_host=self.worker.host,
-                        worker_pid=os.getpid(),
-                        started_at=started,
-                        summarize_seconds=seconds or 0.0,
-                        attempts=attempt,
-                        usage=usage,
-                    ),
-                )
-            except CompactionConflictError as conflict:
-                return conflict
-            committed = True
-            fault_point("after-commit")
-        finally:
-            if not committed:
-                await compaction.release_lease(self._db, self.session_id, owner, token)
-        await self._notify(report)
-        return report
-
-    async def _plan(
-        self, snap: Snapshot, *, force: bool, drop_noise: bool
-    ) -> tuple[CompactionPlan, float | None, dict[str, Any] | None]:
-        """Phases 1-3 around one summarizer call; no transaction is open here."""
-        draft = start_plan(snap, self.limits, force=force, drop_noise=drop_noise)
-        new_summary, error, seconds, usage = None, None, None, None
-        if draft.candidates:
-            began = time.perf_counter()
-            try:
-                new_summary = await asyncio.wait_for(
-                    self.summarizer(snap.summary, draft.candidates),
-                    timeout=self.settings.summarizer_timeout_s,
-                )
-                usage = getattr(new_summary, "usage", None)
-            except TimeoutError:
-                error = f"timed out after {self.settings.summarizer_timeout_s:g}s"
-            except Exception as exc:  # any summarizer failure is recorded, never raised
-                # Stored in the report for good and shown by `memstore reports`: no secrets.
-                error = redact(f"{type(exc).__name__}: {exc}")
-            seconds = time.perf_counter() - began
-            if new_summary is not None and not isinstance(new_summary, str):
-                error, new_summary = f"summarizer returned {type(new_summary).__name__}", None
-        plan = finish_plan(
-            draft, self.estimator.count, new_summary=new_summary, summary_error=error
-        )
-        return plan, seconds, usage
 
     async def _notify(self, report: CompactionReport) -> None:
         for observer in list(self._observers):

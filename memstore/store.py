@@ -30,6 +30,7 @@ from memstore.validation import validate_session_id
 # What a method needs only when it runs is imported there: a CLI command (``memstore show``)
 # loads the store without the compaction machinery, replay, audits or long-term memory.
 if TYPE_CHECKING:
+    from memstore.db.lease import LeaseHolder
     from memstore.invariants import Violation
     from memstore.ltm import LongTermMemory
     from memstore.session import SessionMemory
@@ -203,6 +204,16 @@ class MemoryStore:
             SessionNotFoundError: no such session.
         """
         return await reads.session_info(self._db, validate_session_id(session_id))
+
+    async def lease_holder(self, session_id: str) -> LeaseHolder | None:
+        """Who holds the session's compaction lease now (``None``: nobody).
+
+        A holder whose lease has expired but was never released (it died or stalled) is
+        still returned, with ``expires_in <= 0``: the next compaction takes it over.
+        """
+        from memstore.db.lease import lease_holder
+
+        return await lease_holder(self._db, validate_session_id(session_id))
 
     async def sessions(self) -> list[SessionInfo]:
         """Every session's header, most recently updated first."""

@@ -204,6 +204,24 @@ def write_worked_example(path: Path | str) -> None:
     asyncio.run(write())
 
 
+class DatabaseClock:
+    """The database's clock as leases read it, set by the test (seconds since 1970)."""
+
+    now = 1_000.0
+
+
+@pytest.fixture
+def db_clock(monkeypatch: pytest.MonkeyPatch) -> DatabaseClock:
+    """Lease times from a clock the test moves, instead of the database's real one."""
+    from sqlalchemy import Float, literal
+
+    from memstore.db import lease
+
+    clock = DatabaseClock()
+    monkeypatch.setattr(lease, "database_now", lambda _conn: literal(clock.now, Float))
+    return clock
+
+
 @pytest.fixture
 def words() -> WordEstimator:
     return WordEstimator()

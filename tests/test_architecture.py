@@ -19,7 +19,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("api", ("memstore.__init__",)),
     ("application", ("memstore.agent", "memstore.offline_model", "memstore.tools")),
     ("store", ("memstore.store",)),
-    ("session", ("memstore.session", "memstore.ltm")),
+    ("session", ("memstore.session", "memstore.compactor", "memstore.ltm")),
     (
         "edges",
         (
@@ -43,7 +43,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
     ("model", ("memstore.model",)),
-    ("base", ("memstore.config", "memstore.errors", "memstore.version")),
+    ("base", ("memstore.config", "memstore.errors", "memstore.version", "memstore.processes")),
 ]
 #: Third-party packages only the edges may import: the pure core stays testable alone.
 EDGE_ONLY = {"sqlalchemy": "memstore.db", "alembic": "memstore.db", "click": "memstore.cli"}

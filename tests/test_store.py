@@ -30,7 +30,7 @@ from memstore import (
     Priority,
     WordEstimator,
 )
-from memstore.db import compaction
+from memstore.db import lease
 from memstore.responses import SUMMARY_PREAMBLE
 
 
@@ -302,10 +302,8 @@ async def test_model_input_is_bounded_while_another_worker_holds_the_lease(
     )
     await memory.add("user", "start")
     # Another worker takes the lease and sits on it: no compaction can run here.
-    token = await compaction.acquire_lease(
-        store.database, "leased", "other-worker", 60, time.time()
-    )
-    assert token is not None
+    held = await lease.acquire_lease(store.database, "leased", "other-worker", 60)
+    assert isinstance(held, lease.Lease)
     for n in range(10):
         await memory.add("user", f"message {n} has exactly six words")
     assert await memory.estimated_tokens() > limits.hard

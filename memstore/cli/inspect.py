@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.panel import Panel
@@ -19,6 +20,9 @@ from memstore.cli.output import (
 )
 from memstore.model import CompactionReport, MemoryItem, SessionInfo
 from memstore.store import MemoryStore
+
+if TYPE_CHECKING:
+    from memstore.db.lease import LeaseHolder
 
 
 def items_table(title: str, items: list[MemoryItem], *, full: bool, fates: bool) -> Table:
@@ -84,12 +88,24 @@ def list_sessions(ctx: click.Context, as_json: bool) -> None:
 
 async def _load_show(
     store: MemoryStore, session_id: str, with_forgotten: bool
-) -> tuple[SessionInfo, str | None, list[MemoryItem], list[MemoryItem]]:
+) -> tuple[SessionInfo, str | None, list[MemoryItem], list[MemoryItem], LeaseHolder | None]:
     memory = await store.attach(session_id)
     info = await store.session_info(session_id)
     active = await memory.items()
     forgotten = await memory.forgotten_items() if with_forgotten else []
-    return info, await memory.summary(), active, forgotten
+    holder = await store.lease_holder(session_id)
+    return info, await memory.summary(), active, forgotten, holder
+
+
+def lease_line(holder: LeaseHolder) -> str:
+    """Who holds the compaction lease, and how its time stands."""
+    where = f"pid {holder.pid} on {holder.host}" if holder.pid is not None else "unknown process"
+    if holder.expires_in > 0:
+        return f"compaction lease: held by {holder.owner} ({where}), {holder.expires_in:.1f}s left"
+    return (
+        f"compaction lease: held by {holder.owner} ({where}), expired {-holder.expires_in:.1f}s "
+        "ago and never released (its holder died or stalled; the next compaction takes it)"
+    )
 
 
 @click.command("show")
@@ -102,7 +118,7 @@ def show_session(
     ctx: click.Context, session_id: str, show_all: bool, full: bool, as_json: bool
 ) -> None:
     """Show a session's summary, active items and totals."""
-    info, summary, active, forgotten = run_with_store(
+    info, summary, active, forgotten, holder = run_with_store(
         ctx, lambda store: _load_show(store, session_id, show_all)
     )
     if as_json:
@@ -110,6 +126,7 @@ def show_session(
             "session": info.to_dict(),
             "summary": summary,
             "items": [item.to_dict() for item in active],
+            "lease": None if holder is None else dataclasses.asdict(holder),
         }
         if show_all:
             out["forgotten"] = [item.to_dict() for item in forgotten]
@@ -126,6 +143,8 @@ def show_session(
     if show_all:
         out_console.print(items_table("forgotten items", forgotten, full=full, fates=True))
     out_console.print(totals_line(info))
+    if holder is not None:
+        out_console.print(lease_line(holder))
 
 
 def reports_table(reports: list[CompactionReport]) -> Table:
@@ -145,7 +164,8 @@ def reports_table(reports: list[CompactionReport]) -> Table:
             str(r.items_summarized),
             str(r.items_evicted),
             Text(summary),
-            f"{r.summarizer or '-'} @ {r.worker_host}:{r.worker_pid}",
+            f"{r.summarizer or '-'} @ {r.worker_host}:{r.worker_pid}"
+            + (f", took over {r.took_over_from}'s abandoned lease" if r.took_over_from else ""),
         )
     return table
 

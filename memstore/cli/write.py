@@ -175,6 +175,6 @@ def compact_session(ctx: click.Context, session_id: str, dry_run: bool, as_json:
         print_json({"dry_run": False, "report": outcome.to_dict() if outcome else None})
         return
     if outcome is None:
-        console().print("nothing to compact (or another worker is compacting it now)")
+        console().print("nothing to compact")
     else:
         console().print(reports_table([outcome]))

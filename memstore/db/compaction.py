@@ -1,10 +1,11 @@
-"""Leases and the one primitive that commits a compaction under compare-and-swap.
+"""The one primitive that commits a compaction under compare-and-swap.
 
 The concurrency protocol, in the order a compaction meets it:
 
-1. :func:`acquire_lease`: a short write that takes the session's lease if it is free or
-   expired and increments ``lease_token`` (the fencing token). Only the holder calls the
-   summarizer, so contention wastes no model calls.
+1. :func:`~memstore.db.lease.acquire_lease`: a short write that takes the session's lease
+   (free, expired, or held by a dead process of this host) and increments ``lease_token``
+   (the fencing token). Only the holder calls the summarizer, so contention wastes no model
+   calls; it renews the lease while the summarizer runs.
 2. a snapshot (:mod:`memstore.db.reads`); no transaction stays open while the summarizer runs.
 3. :func:`commit_compaction`: one write transaction whose first statement is a
    compare-and-swap on the session row. It matches only if no other compaction committed
@@ -12,10 +13,8 @@ The concurrency protocol, in the order a compaction meets it:
    (``lease_owner`` and ``lease_token``: a worker whose lease expired and was taken over is
    fenced off). Appends made meanwhile change neither column, so they never make a
    compaction fail; they are included in the totals it returns. Every item update then
-   checks ``fate IS NULL`` and the row counts must add up, or everything rolls back.
-
-The lease is coordination metadata, not memory state: taking or releasing it does not
-increment the session version (the event clock counts appends and compactions only).
+   checks ``fate IS NULL`` and the row counts must add up, or everything rolls back. A
+   refused commit says why: another compaction committed first, or the lease was taken over.
 """
 
 from __future__ import annotations
@@ -28,36 +27,15 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, case, insert, select, update
 
 from memstore.db.engine import Database
+from memstore.db.lease import CLEARED
 from memstore.db.reads import report_from_record, session_total, utcnow
 from memstore.db.tables import UTCDateTime, compactions, items, sessions, summaries
-from memstore.errors import CompactionConflictError
+from memstore.errors import CompactionConflictError, LeaseLostError
 from memstore.model import CompactionReport, MemoryLimits
 from memstore.policy import CompactionPlan
 
 # -- the statements (bound parameters only; built once) ------------------------------------
 
-ACQUIRE = (
-    update(sessions)
-    .where(
-        sessions.c.id == bindparam("sid"),
-        sessions.c.lease_owner.is_(None) | (sessions.c.lease_expires_at < bindparam("now")),
-    )
-    .values(
-        lease_owner=bindparam("owner"),
-        lease_token=sessions.c.lease_token + 1,
-        lease_expires_at=bindparam("until"),
-    )
-    .returning(sessions.c.lease_token)
-)
-RELEASE = (
-    update(sessions)
-    .where(
-        sessions.c.id == bindparam("sid"),
-        sessions.c.lease_owner == bindparam("owner"),
-        sessions.c.lease_token == bindparam("token"),
-    )
-    .values(lease_owner=None, lease_expires_at=None)
-)
 _turns_left = sessions.c.user_turns - bindparam("turns")
 CAS = (
     update(sessions)
@@ -76,8 +54,7 @@ CAS = (
         user_turns=case((_turns_left > 0, _turns_left), else_=0),
         summary=bindparam("summary"),
         summary_tokens=bindparam("summary_tokens"),
-        lease_owner=None,
-        lease_expires_at=None,
+        **CLEARED,
         updated_at=bindparam("now", type_=UTCDateTime),
     )
     .returning(
@@ -87,7 +64,9 @@ CAS = (
         sessions.c.summary_tokens,
     )
 )
-COUNT_NOW = select(sessions.c.compaction_count).where(sessions.c.id == bindparam("sid"))
+WHY_REFUSED = select(
+    sessions.c.compaction_count, sessions.c.lease_owner, sessions.c.lease_token
+).where(sessions.c.id == bindparam("sid"))
 _RECORD_COLUMNS = [column.name for column in compactions.columns]
 INSERT_REPORT = insert(compactions).values({name: bindparam(name) for name in _RECORD_COLUMNS})
 INSERT_SUMMARY = insert(summaries).values(
@@ -117,32 +96,6 @@ MARK_REMOVED = (
 MARK_CHUNK = 500
 
 
-def _acquire(
-    conn: Connection, session_id: str, owner: str, lease_s: float, now: float
-) -> int | None:
-    params = {"sid": session_id, "now": now, "owner": owner, "until": now + lease_s}
-    token = conn.execute(ACQUIRE, params).scalar()
-    return None if token is None else int(token)
-
-
-async def acquire_lease(
-    db: Database, session_id: str, owner: str, lease_s: float, now: float
-) -> int | None:
-    """Take the compaction lease if free or expired; return the fencing token, else ``None``."""
-    return await db.run_write(
-        partial(_acquire, session_id=session_id, owner=owner, lease_s=lease_s, now=now)
-    )
-
-
-def _release(conn: Connection, session_id: str, owner: str, token: int) -> None:
-    conn.execute(RELEASE, {"sid": session_id, "owner": owner, "token": token})
-
-
-async def release_lease(db: Database, session_id: str, owner: str, token: int) -> None:
-    """Give the lease back early (no-op if it was taken over meanwhile)."""
-    await db.run_write(partial(_release, session_id=session_id, owner=owner, token=token))
-
-
 @dataclass(frozen=True)
 class CommitContext:
     """Who commits a plan, under which lease, and what the report should say about it."""
@@ -158,6 +111,7 @@ class CommitContext:
     summarize_seconds: float
     attempts: int
     usage: dict[str, Any] | None = None
+    took_over_from: str | None = None
 
 
 def commit_plan(conn: Connection, plan: CompactionPlan, ctx: CommitContext) -> CompactionReport:
@@ -187,7 +141,10 @@ def commit_plan(conn: Connection, plan: CompactionPlan, ctx: CommitContext) -> C
         },
     ).first()
     if row is None:
-        actual = conn.execute(COUNT_NOW, {"sid": sid}).scalar()
+        now = conn.execute(WHY_REFUSED, {"sid": sid}).first()
+        if now is not None and now.compaction_count == snap.compaction_count:
+            raise LeaseLostError(sid, taken_by=now.lease_owner, token=now.lease_token)
+        actual = None if now is None else now.compaction_count
         raise CompactionConflictError(sid, expected=snap.compaction_count, actual=actual)
     number, version = row.compaction_count, row.version
     record = {
@@ -215,6 +172,7 @@ def commit_plan(conn: Connection, plan: CompactionPlan, ctx: CommitContext) -> C
         "target_limit": ctx.limits.target,
         "keep_recent": ctx.limits.keep_recent,
         "usage": ctx.usage,
+        "took_over_from": ctx.took_over_from,
     }
     conn.execute(INSERT_REPORT, record)
     if plan.summary is not None and plan.summary_action in ("replaced", "trimmed"):

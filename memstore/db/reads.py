@@ -210,6 +210,7 @@ _REPORT_COLUMNS = (
     "committed_version",
     "attempts",
     "usage",
+    "took_over_from",
 )
 
 

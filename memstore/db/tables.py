@@ -29,6 +29,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Column,
     DateTime,
     Float,
@@ -125,7 +126,10 @@ sessions = Table(
     Column("keep_recent", Integer, nullable=False),
     Column("lease_owner", String(200), nullable=True),
     Column("lease_token", Integer, nullable=False),
-    Column("lease_expires_at", Float, nullable=True),
+    Column("lease_expires_at", Float, nullable=True),  # seconds since 1970, database clock
+    Column("lease_host", String(255), nullable=True),
+    Column("lease_pid", Integer, nullable=True),
+    Column("lease_started", BigInteger, nullable=True),  # the holder's process start time
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     # Where the recorded history starts after `memstore prune` (0 / NULL: never pruned).
@@ -163,6 +167,7 @@ compactions = Table(
     Column("target_limit", Integer, nullable=False),
     Column("keep_recent", Integer, nullable=False),
     Column("usage", JSON, nullable=True),
+    Column("took_over_from", String(200), nullable=True),  # whose abandoned lease it took
     PrimaryKeyConstraint("session_id", "number"),
 )
 

@@ -24,7 +24,7 @@ from memstore.validation import validate_idempotency_key, validate_session_id, v
 
 EXPORT_FORMAT = 1
 #: Lease columns describe who is compacting *here, now*; they never travel.
-_LOCAL_COLUMNS = {"lease_owner", "lease_expires_at"}
+_LOCAL_COLUMNS = {"lease_owner", "lease_expires_at", "lease_host", "lease_pid", "lease_started"}
 #: Record type -> table, in the order an import must insert them (foreign keys).
 TABLES: dict[str, Table] = {
     "session": sessions,

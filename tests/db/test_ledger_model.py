@@ -20,6 +20,7 @@ from conftest import POSTGRES_URL, reset_postgres
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from sqlalchemy import Float, literal
 
 from memstore import (
     CompactionConflictError,
@@ -28,7 +29,7 @@ from memstore import (
     MemoryStore,
     WordEstimator,
 )
-from memstore.db import compaction, reads
+from memstore.db import compaction, lease, reads
 from memstore.db.compaction import CommitContext
 from memstore.policy import CompactionPlan, plan_compaction
 
@@ -69,6 +70,9 @@ class LedgerMachine(RuleBasedStateMachine):
         self.tokens = 0
         self.clock = 1000.0
         self.pending: list[Pending] = []
+        # Leases read the database's clock; here they read the model's.
+        self._real_now = lease.database_now
+        lease.database_now = lambda _conn: literal(self.clock, Float)  # type: ignore[assignment]
 
     def run(self, awaitable: Any) -> Any:
         return self.loop.run_until_complete(awaitable)
@@ -102,7 +106,8 @@ class LedgerMachine(RuleBasedStateMachine):
     @rule(owner=st.sampled_from(["w1", "w1", "w2"]), fail=st.booleans())
     def start_compaction(self, owner: str, fail: bool) -> None:
         db = self.store.database
-        token = self.run(compaction.acquire_lease(db, "s", owner, LEASE_S, self.clock))
+        got = self.run(lease.acquire_lease(db, "s", owner, LEASE_S))
+        token = got.token if isinstance(got, lease.Lease) else None
         exists = bool(self.active or self.fates)  # the first append creates the session row
         free = exists and (self.lease is None or self.lease[2] < self.clock)
         if not free:
@@ -169,7 +174,7 @@ class LedgerMachine(RuleBasedStateMachine):
     @rule()
     def release(self) -> None:
         pending = self.pending.pop()
-        self.run(compaction.release_lease(self.store.database, "s", pending.owner, pending.token))
+        self.run(lease.release_lease(self.store.database, "s", pending.owner, pending.token))
         if self.lease is not None and self.lease[:2] == (pending.owner, pending.token):
             self.lease = None
 
@@ -194,6 +199,7 @@ class LedgerMachine(RuleBasedStateMachine):
         assert self.run(self.store.check()) == []
 
     def teardown(self) -> None:
+        lease.database_now = self._real_now  # type: ignore[assignment]
         self.run(self.store.close())
         self.loop.close()
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -7,11 +7,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import table_counts
+from conftest import DatabaseClock, table_counts
 from sqlalchemy import Connection, event, update
 
 from memstore import CompactionConflictError, MemoryLimits, MemoryStore, StorageError, WordEstimator
-from memstore.db import compaction, reads
+from memstore.db import compaction, lease, reads
 from memstore.db.compaction import CommitContext
 from memstore.db.tables import items
 from memstore.model import Fate
@@ -36,8 +36,20 @@ async def filled(store: MemoryStore, n: int = 6) -> None:
         await memory.add("user", f"item {i} has five words")
 
 
-async def plan_as(store: MemoryStore, owner: str, now: float) -> tuple[int, CompactionPlan]:
-    token = await compaction.acquire_lease(store.database, "p", owner, 10.0, now)
+async def take(
+    store: MemoryStore, owner: str, clock: DatabaseClock | None = None, at: float = 0.0
+) -> int | None:
+    """The lease's token if ``owner`` gets it (at time ``at`` of ``clock``), else ``None``."""
+    if clock is not None:
+        clock.now = at
+    got = await lease.acquire_lease(store.database, "p", owner, 10.0)
+    return got.token if isinstance(got, lease.Lease) else None
+
+
+async def plan_as(
+    store: MemoryStore, owner: str, clock: DatabaseClock | None = None, at: float = 0.0
+) -> tuple[int, CompactionPlan]:
+    token = await take(store, owner, clock, at)
     assert token is not None
     snap = await reads.snapshot(store.database, "p")
     assert snap is not None
@@ -62,17 +74,21 @@ def ctx(owner: str, token: int) -> CommitContext:
     )
 
 
-async def test_a_held_lease_is_not_granted_twice(store: MemoryStore) -> None:
+async def test_a_held_lease_is_not_granted_twice(
+    store: MemoryStore, db_clock: DatabaseClock
+) -> None:
     await filled(store)
-    assert await compaction.acquire_lease(store.database, "p", "w1", 10.0, 100.0) == 1
-    assert await compaction.acquire_lease(store.database, "p", "w2", 10.0, 105.0) is None
-    assert await compaction.acquire_lease(store.database, "p", "w2", 10.0, 111.0) == 2
+    assert await take(store, "w1", db_clock, 100.0) == 1
+    assert await take(store, "w2", db_clock, 105.0) is None
+    assert await take(store, "w2", db_clock, 111.0) == 2
 
 
-async def test_fencing_rejects_the_same_worker_after_its_lease_expired(store: MemoryStore) -> None:
+async def test_fencing_rejects_the_same_worker_after_its_lease_expired(
+    store: MemoryStore, db_clock: DatabaseClock
+) -> None:
     await filled(store)
-    old_token, old_plan = await plan_as(store, "w1", 100.0)
-    new_token, new_plan = await plan_as(store, "w1", 111.0)  # expired, re-acquired
+    old_token, old_plan = await plan_as(store, "w1", db_clock, 100.0)
+    new_token, new_plan = await plan_as(store, "w1", db_clock, 111.0)  # expired, re-acquired
     before = await store.session_info("p")
     with pytest.raises(CompactionConflictError):
         await compaction.commit_compaction(store.database, old_plan, ctx("w1", old_token))
@@ -81,10 +97,12 @@ async def test_fencing_rejects_the_same_worker_after_its_lease_expired(store: Me
     assert report.compaction_count == 1
 
 
-async def test_a_taken_over_lease_fences_the_old_holder(store: MemoryStore) -> None:
+async def test_a_taken_over_lease_fences_the_old_holder(
+    store: MemoryStore, db_clock: DatabaseClock
+) -> None:
     await filled(store)
-    token1, plan1 = await plan_as(store, "w1", 100.0)
-    token2, plan2 = await plan_as(store, "w2", 111.0)
+    token1, plan1 = await plan_as(store, "w1", db_clock, 100.0)
+    token2, plan2 = await plan_as(store, "w2", db_clock, 111.0)
     await compaction.commit_compaction(store.database, plan2, ctx("w2", token2))
     with pytest.raises(CompactionConflictError) as raised:
         await compaction.commit_compaction(store.database, plan1, ctx("w1", token1))
@@ -93,18 +111,20 @@ async def test_a_taken_over_lease_fences_the_old_holder(store: MemoryStore) -> N
     assert await store.check() == []
 
 
-async def test_a_plan_commits_at_most_once(store: MemoryStore) -> None:
+async def test_a_plan_commits_at_most_once(store: MemoryStore, db_clock: DatabaseClock) -> None:
     await filled(store)
-    token, plan = await plan_as(store, "w1", 100.0)
+    token, plan = await plan_as(store, "w1", db_clock, 100.0)
     await compaction.commit_compaction(store.database, plan, ctx("w1", token))
     with pytest.raises(CompactionConflictError):
         await compaction.commit_compaction(store.database, plan, ctx("w1", token))
     assert (await store.session_info("p")).compaction_count == 1
 
 
-async def test_appends_during_a_compaction_are_kept_and_counted(store: MemoryStore) -> None:
+async def test_appends_during_a_compaction_are_kept_and_counted(
+    store: MemoryStore, db_clock: DatabaseClock
+) -> None:
     await filled(store)
-    token, plan = await plan_as(store, "w1", 100.0)
+    token, plan = await plan_as(store, "w1", db_clock, 100.0)
     memory = store.session("p", limits=LIMITS, estimator=WordEstimator())
     late = [await memory.add("user", f"late {i} arrives meanwhile") for i in range(3)]
     report = await compaction.commit_compaction(store.database, plan, ctx("w1", token))
@@ -118,7 +138,7 @@ async def test_appends_during_a_compaction_are_kept_and_counted(store: MemorySto
 async def three_fates(store: MemoryStore, n: int = 12) -> tuple[int, CompactionPlan]:
     """A plan removing items of every fate (dropped, summarized, evicted), by hand."""
     await filled(store, n)
-    token, plan = await plan_as(store, "w1", 100.0)
+    token, plan = await plan_as(store, "w1")
     active = plan.snapshot.items
     dropped, summarized, evicted = active[:3], active[3:7], active[7:10]
     return token, replace(
@@ -190,7 +210,7 @@ async def test_a_compaction_of_more_ids_than_sqlites_oldest_parameter_limit(
 
         with pytest.raises(StorageError):
             await store.database.run_write(too_many)
-        token, plan = await plan_as(store, "w1", 100.0)
+        token, plan = await plan_as(store, "w1")
         assert len(plan.summarized) == 1_100 > compaction.MARK_CHUNK
         report = await compaction.commit_compaction(store.database, plan, ctx("w1", token))
         assert report.items_summarized == 1_100
