@@ -20,16 +20,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
-def start_time(pid: int) -> int | None:
-    """The start time of process ``pid`` (clock ticks since boot), ``None`` if unknown."""
+def _stat(pid: int) -> list[str] | None:
+    """``/proc/PID/stat`` from field 3 on (``None``: no such file, or no ``/proc``)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     # Field 2 is the command in parentheses and may itself hold spaces or parentheses.
-    fields = stat[stat.rindex(")") + 2 :].split()
+    return stat[stat.rindex(")") + 2 :].split()
+
+
+def start_time(pid: int) -> int | None:
+    """The start time of process ``pid`` (clock ticks since boot), ``None`` if unknown."""
+    fields = _stat(pid)
     try:
-        return int(fields[19])  # field 22 of the whole line
+        return None if fields is None else int(fields[19])  # field 22 of the whole line
     except (IndexError, ValueError):
         return None
 
@@ -45,10 +50,12 @@ def is_running(pid: int, started: int | None) -> bool:
         if error.errno == errno.ESRCH:
             return False
         # EPERM: it exists, under another user. Anything else: assume it runs (never steal).
-    if started is None:
+    fields = _stat(pid)
+    if fields is None:  # no /proc: the pid is all there is to go by
         return True
-    now = start_time(pid)
-    return now is None or now == started
+    if fields[0] in ("Z", "X"):  # killed, not yet reaped by its parent: it runs no more
+        return False
+    return started is None or start_time(pid) == started
 
 
 @dataclass(frozen=True)

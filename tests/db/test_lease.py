@@ -283,3 +283,18 @@ async def test_the_cli_shows_who_holds_the_lease_and_compact_says_so(db_path: Pa
     assert compacted.returncode == 0
     reports = await asyncio.to_thread(memstore, db_path, "reports", "s", "--json")
     assert '"took_over_from": "far:7:x"' in reports.stdout
+
+
+def test_a_killed_process_its_parent_has_not_reaped_yet_runs_no_more() -> None:
+    from memstore.processes import is_running
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    started = start_time(child.pid)
+    assert is_running(child.pid, started)
+    child.send_signal(signal.SIGKILL)
+    for _ in range(500):  # until the kernel has made it a zombie (bounded: 5 s)
+        if not is_running(child.pid, started):
+            break
+        __import__("time").sleep(0.01)
+    assert not is_running(child.pid, started)  # a zombie: its pid still exists
+    child.wait()
