@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from memstore.config import default_database
-from memstore.errors import MemstoreError
+from memstore.errors import MemstoreError, ValidationError
 from memstore.version import __version__
 
 #: Each command and where it lives: a command's module (and what it imports: rich, openai,
@@ -58,6 +58,12 @@ class MemstoreGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except ValidationError as error:
+            if error.field != "db":
+                raise click.ClickException(str(error)) from None
+            # A database the user named wrongly is a usage error, like any bad option.
+            message = str(error).split(": ", 1)[-1]
+            raise click.BadParameter(message, param_hint="'--db' / MEMSTORE_DB") from None
         except MemstoreError as error:
             raise click.ClickException(str(error)) from None
 

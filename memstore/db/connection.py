@@ -81,18 +81,36 @@ def dialect_insert(dialect: str) -> Any:
     return sqlite.insert
 
 
+#: What a user may give, said by every error about it.
+URL_FORMS = (
+    "a file path (agent.db), sqlite:///path/to/file.db, postgresql://user@host:port/database "
+    "(asyncpg) or postgresql+psycopg://user@host:port/database"
+)
+_BACKENDS = ("sqlite", "postgresql")
+
+
 def normalize_url(url_or_path: str | os.PathLike[str]) -> str:
     """A SQLAlchemy async URL for ``url_or_path``.
 
     A plain path becomes ``sqlite+aiosqlite:///<absolute path>``; ``sqlite://`` and
-    ``postgresql://`` get their async driver; other URLs pass through unchanged.
+    ``postgresql://`` get their async driver; other SQLite and PostgreSQL URLs pass through.
+
+    Raises:
+        ValidationError: (field ``db``) not a URL memstore can use, with the forms that work;
+            the URL is never echoed with its password.
     """
     raw = os.fspath(url_or_path)
     if not isinstance(raw, str) or not raw.strip():
-        raise ValidationError("db", "must be a database URL or a file path")
+        raise ValidationError("db", f"must be a database URL or a file path: {URL_FORMS}")
     if "://" not in raw:
         return f"sqlite+aiosqlite:///{Path(raw).expanduser().resolve()}"
-    url = make_url(raw)
+    try:
+        url = make_url(raw)
+    except exc.ArgumentError:
+        raise ValidationError("db", f"cannot be read as a database URL; use {URL_FORMS}") from None
+    if url.get_backend_name() not in _BACKENDS:
+        shown = url.render_as_string(hide_password=True)
+        raise ValidationError("db", f"{shown} is not a SQLite or PostgreSQL URL; use {URL_FORMS}")
     if url.drivername in _ASYNC_DRIVERS:
         url = url.set(drivername=_ASYNC_DRIVERS[url.drivername])
     return url.render_as_string(hide_password=False)
@@ -258,8 +276,11 @@ def async_engine(url: str, settings: Settings) -> AsyncEngine:
         kwargs["connect_args"] = {"options": f"-c lock_timeout={timeout_ms}"}
     try:
         engine = create_async_engine(url, **kwargs)
-    except (exc.ArgumentError, exc.NoSuchModuleError, ImportError) as error:
-        raise ValidationError("db", f"unsupported database URL ({error})") from None
+    except (exc.ArgumentError, exc.NoSuchModuleError, ImportError):
+        shown = make_url(url).render_as_string(hide_password=True)
+        raise ValidationError(
+            "db", f"no driver for {shown} (install memstore[postgres]); use {URL_FORMS}"
+        ) from None
     _install_fork_guard(engine.sync_engine)
     return engine
 
