@@ -2,7 +2,8 @@
 
 One module per command group; :mod:`memstore.cli.output` holds what they share (the store
 opener, ``--json``, tables). Exit codes live in one place, :class:`MemstoreGroup`:
-0 ok, 1 an expected failure (one line on stderr, no traceback), 2 a usage error (click).
+0 ok, 1 an expected failure (one line on stderr, no traceback), 2 a usage error: click's own,
+or a bad value of an option or argument found deeper down (:data:`OPTION_FIELDS`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,25 @@ COMMANDS = {
 }
 
 
+#: The fields of :class:`ValidationError` that a command's options or arguments feed: a bad
+#: value there is a usage error (exit 2) naming the option, not a domain failure (exit 1).
+OPTION_FIELDS = {
+    "db": "'--db' / MEMSTORE_DB",
+    "at": "'--at'",
+    "hard": "'--hard-limit'",
+    "target": "'--target-limit'",
+    "keep_recent": "'--keep-recent'",
+    "scope": "'--scope'",
+    "ltm_scopes": "'--scope'",
+    "prefix": "'--prefix'",
+    "ttl": "'--ttl'",
+    "idempotency_key": "'--idempotency-key'",
+    "expected_version": "'--expect-version'",
+    "session_id": "'SESSION'",
+    "key": "'KEY'",
+}
+
+
 class MemstoreGroup(click.Group):
     """The command group: lazy subcommands, and one way out for every expected failure.
 
@@ -59,11 +79,11 @@ class MemstoreGroup(click.Group):
         try:
             return super().invoke(ctx)
         except ValidationError as error:
-            if error.field != "db":
+            hint = OPTION_FIELDS.get(error.field)
+            if hint is None:
                 raise click.ClickException(str(error)) from None
-            # A database the user named wrongly is a usage error, like any bad option.
             message = str(error).split(": ", 1)[-1]
-            raise click.BadParameter(message, param_hint="'--db' / MEMSTORE_DB") from None
+            raise click.BadParameter(message, param_hint=hint) from None
         except MemstoreError as error:
             raise click.ClickException(str(error)) from None
 

@@ -77,6 +77,12 @@ def _what_if(
     history: SessionHistory, hard: int | None, target: int | None, keep: int | None, summarizer: str
 ) -> tuple[Outcome, Outcome, MemoryLimits]:
     recorded = history.info.limits
+    if hard is not None and target is None and recorded.target >= hard:
+        raise click.BadParameter(
+            f"the session's target ({recorded.target}) is not below a hard limit of {hard}: "
+            "give --target-limit too",
+            param_hint="'--target-limit'",
+        )
     limits = MemoryLimits(
         hard=recorded.hard if hard is None else hard,
         target=recorded.target if target is None else target,
@@ -117,9 +123,18 @@ def _outcome_table(actual: Outcome, simulated: Outcome, limits: MemoryLimits) ->
     default=None,
     help="Show the working memory and model input as they were at VERSION.",
 )
-@click.option("--hard-limit", type=int, default=None, help="What-if: another hard limit.")
-@click.option("--target-limit", type=int, default=None, help="What-if: another target limit.")
-@click.option("--keep-recent", type=int, default=None, help="What-if: another keep-recent.")
+@click.option(
+    "--hard-limit", type=click.IntRange(min=1), default=None, help="What-if: another hard limit."
+)
+@click.option(
+    "--target-limit",
+    type=click.IntRange(min=1),
+    default=None,
+    help="What-if: another target limit.",
+)
+@click.option(
+    "--keep-recent", type=click.IntRange(min=0), default=None, help="What-if: another keep-recent."
+)
 @click.option(
     "--summarizer",
     type=click.Choice(["extractive", "none"]),
@@ -143,11 +158,17 @@ def replay_session(
     Exit 1 with the differences if it does not. With --at, show the past; with what-if
     options, re-run the policy over the recorded items and compare.
     """
+    what_if = any(v is not None for v in (hard_limit, target_limit, keep_recent, summarizer))
+    if at_version is not None and what_if:
+        raise click.UsageError(
+            "--at shows the session as it was; it does not combine with the what-if options "
+            "(--hard-limit, --target-limit, --keep-recent, --summarizer)"
+        )
     history = run_with_store(ctx, lambda store: store.history(session_id))
     if at_version is not None:
         _show_at(history, at_version, as_json)
         return
-    if any(v is not None for v in (hard_limit, target_limit, keep_recent, summarizer)):
+    if what_if:
         actual, simulated, limits = _what_if(
             history, hard_limit, target_limit, keep_recent, summarizer or "extractive"
         )

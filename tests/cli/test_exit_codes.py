@@ -1,0 +1,64 @@
+"""Exit codes mean one thing each: 0 ok, 1 a domain failure, 2 a usage error, whatever layer
+found the bad value (click's own parsing, or a check deeper down). Driven through the
+installed executable, as a script would."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import write_worked_example
+
+
+def memstore(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "memstore", "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.fixture(scope="module")
+def worked(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("exit-codes") / "worked.db"
+    write_worked_example(path)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["replay", "incident-42", "--hard-limit", "abc"], "--hard-limit"),
+        (["replay", "incident-42", "--hard-limit", "0"], "--hard-limit"),
+        (["replay", "incident-42", "--keep-recent", "-1"], "--keep-recent"),
+        (["replay", "incident-42", "--hard-limit", "40"], "--target-limit"),
+        (["replay", "incident-42", "--at", "999"], "--at"),
+        (["replay", "incident-42", "--at", "2", "--hard-limit", "90"], "--at"),
+        (["input", "incident-42", "--scope", "Bad"], "--scope"),
+        (["ltm", "get", "k", "--scope", "Bad"], "--scope"),
+        (["show", "bad/session"], "SESSION"),
+    ],
+)
+def test_a_bad_option_value_is_a_usage_error_naming_the_option(
+    worked: Path, args: list[str], option: str
+) -> None:
+    result = memstore(worked, *args)
+    assert result.returncode == 2, result.stderr
+    assert option in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args", [["show", "no-such-session"], ["ltm", "get", "missing"], ["reports", "nope"]]
+)
+def test_a_domain_failure_is_exit_1(worked: Path, args: list[str]) -> None:
+    result = memstore(worked, *args)
+    assert result.returncode == 1
+    assert result.stderr.startswith("Error: ") and len(result.stderr.splitlines()) == 1
+
+
+def test_a_what_if_with_both_limits_runs(worked: Path) -> None:
+    result = memstore(worked, "replay", "incident-42", "--hard-limit", "60", "--target-limit", "40")
+    assert result.returncode == 0 and "what-if: hard 60, target 40" in result.stdout
