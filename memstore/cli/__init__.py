@@ -53,8 +53,6 @@ OPTION_FIELDS = {
     "ttl": "'--ttl'",
     "idempotency_key": "'--idempotency-key'",
     "expected_version": "'--expect-version'",
-    "session_id": "'SESSION'",
-    "key": "'KEY'",
 }
 
 

@@ -184,7 +184,7 @@ def test_unreachable_server(db_path: Path) -> None:
 def test_bad_scope_and_session(db_path: Path) -> None:
     env = {"OPENAI_API_KEY": "k"}
     bad_scope = chat(db_path, "", "s1", "--scope", "nope", env=env)
-    assert bad_scope.exit_code == 1 and bad_scope.stderr.startswith("Error: scope:")
+    assert bad_scope.exit_code == 2 and "Invalid value for '--scope'" in bad_scope.stderr
     bad_session = chat(db_path, "", "bad/id", env=env)
     assert bad_session.exit_code == 1 and "session" in bad_session.stderr
 

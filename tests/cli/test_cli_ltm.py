@@ -190,11 +190,8 @@ def test_usage_errors_exit_2_and_write_nothing(db_path: Path, args: tuple[str, .
 @pytest.mark.parametrize(
     ("args", "field"),
     [
-        (("set", "k", "v", "--scope", "User:Alice"), "scope"),
         (("set", " padded", "v"), "key"),
         (("set", "k", "null", "--json-value"), "value"),
-        (("get", "k", "--scope", "nope"), "scope"),
-        (("list", "--prefix", "bad\nprefix"), "prefix"),
     ],
 )
 def test_invalid_input_is_one_line_naming_the_field(
@@ -203,6 +200,24 @@ def test_invalid_input_is_one_line_naming_the_field(
     ok_json(db_path, "set", "seed", "x")
     line = one_line_error(run(db_path, *args))
     assert line.startswith(f"Error: {field}: ")
+    assert [e["key"] for e in ok_json(db_path, "list")] == ["seed"]
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (("set", "k", "v", "--scope", "User:Alice"), "--scope"),
+        (("get", "k", "--scope", "nope"), "--scope"),
+        (("list", "--prefix", "bad\nprefix"), "--prefix"),
+    ],
+)
+def test_an_invalid_option_value_is_a_usage_error_naming_it(
+    db_path: Path, args: tuple[str, ...], option: str
+) -> None:
+    ok_json(db_path, "set", "seed", "x")
+    result = run(db_path, *args)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"Invalid value for '{option}'" in result.stderr
     assert [e["key"] for e in ok_json(db_path, "list")] == ["seed"]
 
 

@@ -208,7 +208,7 @@ def test_replay_at_a_version_before_the_first_compaction(worked_db: Path) -> Non
     }
     human = cli(worked_db, "replay", "incident-42", "--at", "4")
     assert "at version 4" in human.output and "51 tokens" in human.output
-    assert cli(worked_db, "replay", "incident-42", "--at", "99").exit_code == 1
+    assert cli(worked_db, "replay", "incident-42", "--at", "99").exit_code == 2  # a bad option
 
 
 def test_what_if_compares_actual_and_simulated(long_db: Path) -> None:

@@ -39,7 +39,6 @@ def worked(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (["replay", "incident-42", "--at", "2", "--hard-limit", "90"], "--at"),
         (["input", "incident-42", "--scope", "Bad"], "--scope"),
         (["ltm", "get", "k", "--scope", "Bad"], "--scope"),
-        (["show", "bad/session"], "SESSION"),
     ],
 )
 def test_a_bad_option_value_is_a_usage_error_naming_the_option(
@@ -51,7 +50,8 @@ def test_a_bad_option_value_is_a_usage_error_naming_the_option(
 
 
 @pytest.mark.parametrize(
-    "args", [["show", "no-such-session"], ["ltm", "get", "missing"], ["reports", "nope"]]
+    "args",
+    [["show", "no-such-session"], ["ltm", "get", "missing"], ["reports", "nope"], ["show", "a/b"]],
 )
 def test_a_domain_failure_is_exit_1(worked: Path, args: list[str]) -> None:
     result = memstore(worked, *args)
