@@ -56,6 +56,28 @@ OPTION_FIELDS = {
 }
 
 
+#: Each command's one-line help, as ``memstore --help`` lists it (a test keeps it equal to
+#: the command's own docstring).
+SUMMARIES = {
+    "add": "Append TEXT (or standard input when TEXT is omitted or '-') to SESSION.",
+    "chat": "Chat with a Responses API agent whose memory is SESSION (and the --scope memories).",
+    "check": "Verify that the ledger balances, totals match and fates point at compactions.",
+    "compact": "Compact SESSION now: drop noise, summarize unprotected items, enforce the target.",
+    "db": "The database schema (Alembic revisions).",
+    "demo": "Run a scripted incident investigation offline and watch memory compact.",
+    "export": "Write every item, summary and report of SESSION as JSON Lines.",
+    "import": "Load a session exported with `memstore export` (FILE, or '-' for standard input).",
+    "input": "Print the exact Responses API input the session would send now, as JSON.",
+    "ltm": "Long-term memory: scoped, versioned JSON entries shared by every session.",
+    "prune": "Delete old compactions of SESSION and the items they removed (working memory stays).",
+    "purge": "Delete SESSION and everything recorded about it.",
+    "replay": "Replay SESSION's history in commit order and verify it equals the stored state.",
+    "reports": "List a session's compaction reports, oldest first.",
+    "sessions": "List sessions: active items, tokens against limits, compactions, last update.",
+    "show": "Show a session's summary, active items and totals.",
+}
+
+
 class MemstoreGroup(click.Group):
     """The command group: lazy subcommands, and one way out for every expected failure.
 
@@ -64,6 +86,12 @@ class MemstoreGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # From the table, not the commands: listing them must not import them (and SQLAlchemy,
+        # rich, openai with them) just to print one line each.
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, SUMMARIES[name]) for name in self.list_commands(ctx)])
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import click
+import pytest
 
 
 def test_the_cli_show_path_loads_neither_the_orm_nor_other_backends(tmp_path: Path) -> None:
@@ -46,6 +47,37 @@ def test_the_cli_show_path_loads_neither_the_orm_nor_other_backends(tmp_path: Pa
         "memstore.ltm",
     ):
         assert heavy not in loaded, heavy
+
+
+@pytest.mark.parametrize("args", [["--help"], ["--version"]])
+def test_help_and_version_import_nothing_they_do_not_print(args: list[str]) -> None:
+    probe = (
+        "import sys\n"
+        "from memstore.cli import main\n"
+        "try:\n"
+        f"    main({args!r}, prog_name='memstore')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], check=True, capture_output=True, text=True
+    )
+    loaded = set(result.stderr.split())
+    assert not {m for m in loaded if m.split(".")[0] in {"sqlalchemy", "rich", "openai"}}
+    assert not {m for m in loaded if m.startswith("memstore.") and m.count(".") > 1} - {
+        "memstore.cli.__main__"
+    }
+
+
+def test_the_listed_summaries_are_the_commands_own() -> None:
+    from memstore.cli import COMMANDS, SUMMARIES, main
+
+    context = click.Context(main)
+    assert set(SUMMARIES) == set(COMMANDS)
+    for name, summary in SUMMARIES.items():
+        command = main.get_command(context, name)
+        assert command is not None and command.get_short_help_str(limit=200) == summary, name
 
 
 def test_every_public_name_and_every_command_resolves() -> None:
