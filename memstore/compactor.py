@@ -21,7 +21,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 from memstore.config import Settings, fault_point
@@ -56,6 +56,7 @@ class Heartbeat:
             db, session_id, owner, token, lease_s
         )
         self._interval = lease_s / HEARTBEATS_PER_LEASE
+        self._lease_s = lease_s
         self._session_id = session_id
         self._guarded: asyncio.Future[Any] | None = None
         self._task: asyncio.Task[None] | None = None
@@ -68,19 +69,28 @@ class Heartbeat:
     async def __aexit__(self, *_: object) -> None:
         assert self._task is not None
         self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
+        try:
             await self._task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # the cancellation was the caller's too, not only the heartbeat's
 
     async def _beat(self) -> None:
+        loop = asyncio.get_running_loop()
+        renewed_at = loop.time()
         while True:
             await asyncio.sleep(self._interval)
             try:
                 renewed = await self._renew()
-            except StorageError as error:  # a busy database: the next beat tries again
+            except Exception as error:  # a busy database: the next beat tries again...
                 log.warning(
                     "memstore: renewing the lease of %s failed: %s", self._session_id, error
                 )
-                continue
+                # ...unless a whole lease went by unrenewed: another worker may hold it now.
+                renewed = loop.time() - renewed_at < self._lease_s
+            else:
+                renewed_at = loop.time()
             if not renewed:
                 self.lost = True
                 if self._guarded is not None:
@@ -88,13 +98,16 @@ class Heartbeat:
                 return
 
     def check(self) -> None:
-        """Raise :class:`LeaseLostError` if a heartbeat found the lease taken over."""
+        """Raise :class:`LeaseLostError` if the heartbeat lost the lease (taken over, or not
+        renewed for a whole lease time)."""
         if self.lost:
             raise LeaseLostError(self._session_id, taken_by=None, token=None)
 
-    async def guard(self, work: Awaitable[T]) -> T:
+    async def guard(self, work: Coroutine[Any, Any, T]) -> T:
         """Await ``work``, cancelled (and :class:`LeaseLostError` raised) if the lease is lost."""
-        self.check()
+        if self.lost:
+            work.close()  # never started: closed, or asyncio warns it was never awaited
+            self.check()
         task = asyncio.ensure_future(work)
         self._guarded = task
         try:

@@ -130,10 +130,11 @@ class LeaseLostError(CompactionConflictError):
     """
 
     def __init__(self, session_id: str, *, taken_by: str | None, token: int | None) -> None:
+        now = "" if token is None else f" (now held by {taken_by or 'nobody'}, token {token})"
         ConflictError.__init__(
             self,
-            f"session {session_id!r}: this worker's compaction lease was taken over "
-            f"(now held by {taken_by or 'nobody'}, token {token}); nothing was written",
+            f"session {session_id!r}: this worker's compaction lease was taken over{now}, or "
+            "could not be renewed in time; nothing was written",
         )
         self.session_id = session_id
         self.taken_by = taken_by

@@ -1,10 +1,10 @@
 """Which process holds a lease, and whether it still runs: host, pid and process start time.
 
-A lease records its holder's host, pid and start time. A worker on the same host can then see
-at once that the holder is gone, instead of waiting for the lease to expire: the pid no longer
-exists, or it now belongs to another process (pids are reused), which a different start time
-gives away. Holders on other hosts cannot be checked; there the short, renewed lease bounds
-the wait.
+A lease records its holder's machine (:func:`machine`: host name, boot and PID namespace),
+pid and start time. A worker on the same machine can then see at once that the holder is
+gone, instead of waiting for the lease to expire: the pid no longer exists, is a zombie, or
+now belongs to another process (pids are reused), which a different start time gives away.
+Holders elsewhere cannot be checked; there the short, renewed lease bounds the wait.
 
 The start time is the kernel's (``/proc/PID/stat``, clock ticks since boot) where there is a
 ``/proc``; elsewhere it is ``None`` and only the pid is checked.
@@ -12,6 +12,7 @@ The start time is the kernel's (``/proc/PID/stat``, clock ticks since boot) wher
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import os
@@ -58,9 +59,34 @@ def is_running(pid: int, started: int | None) -> bool:
     return started is None or start_time(pid) == started
 
 
+def machine() -> str:
+    """Where pids mean the same: the host name, its boot, and this PID namespace.
+
+    Containers can share a host name (``--network host``, replicas named alike) and still
+    number their processes apart; a pid is only comparable where all three agree.
+    """
+    parts = [socket.gethostname()]
+    with contextlib.suppress(OSError):
+        parts.append(Path("/proc/sys/kernel/random/boot_id").read_text().strip())
+    with contextlib.suppress(OSError):
+        parts.append(f"pidns:{os.stat('/proc/self/ns/pid').st_ino}")
+    return "#".join(parts)
+
+
+def host_name(machine_id: str) -> str:
+    """The host name part of a :func:`machine` identity, for people."""
+    return machine_id.split("#", 1)[0]
+
+
 @dataclass(frozen=True)
 class ProcessIdentity:
-    """This process, as a lease records it."""
+    """This process, as a lease records it.
+
+    Attributes:
+        host: The :func:`machine` it runs on (host name, boot, PID namespace).
+        pid: Its process id.
+        started: Its start time (:func:`start_time`), when known.
+    """
 
     host: str
     pid: int
@@ -74,4 +100,4 @@ class ProcessIdentity:
 
 @functools.cache
 def _identity(pid: int) -> ProcessIdentity:
-    return ProcessIdentity(socket.gethostname(), pid, start_time(pid))
+    return ProcessIdentity(machine(), pid, start_time(pid))

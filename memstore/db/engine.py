@@ -42,7 +42,7 @@ from memstore.db.connection import (
 )
 from memstore.db.errors import DriverError, connection_failure, translate_errors
 from memstore.db.readers import ReaderThreads
-from memstore.db.writer import SqliteWriter
+from memstore.db.writer import DAMAGED, SqliteWriter
 from memstore.errors import CorruptDatabaseError, MemstoreError, StorageError
 
 if TYPE_CHECKING:
@@ -83,7 +83,9 @@ class Database:
         self._pid = os.getpid()
         self._lock = threading.Lock()  # two threads must not each start a writer
         self._closed = False
-        self._damaged = False  # met a corrupt file: refuse every later write (see run_write)
+        # Set once any read or write met a damaged file: every later write is refused (see
+        # run_write), queued ones too (the writer thread checks it before each batch).
+        self._damage = threading.Event()
 
     @property
     def url(self) -> str:
@@ -115,8 +117,8 @@ class Database:
                 damaged b-tree can spread the damage.
             StorageError: the store is closed, or the database failed (translated).
         """
-        if self._damaged:
-            raise CorruptDatabaseError("the database file is damaged, so this store refuses writes")
+        if self._damage.is_set():
+            raise CorruptDatabaseError(DAMAGED)
         with self._noting_damage():
             if not isinstance(self.engine, Engine):
                 return await self._run_async(fn, {})
@@ -127,7 +129,7 @@ class Database:
         try:
             yield
         except CorruptDatabaseError:
-            self._damaged = True
+            self._damage.set()
             raise
 
     def _read_in_thread(self, fn: Callable[[Connection], T]) -> T:
@@ -167,6 +169,9 @@ class Database:
         self._lock = threading.Lock()
         self._writer = None
         self._readers = None
+        damaged, self._damage = self._damage.is_set(), threading.Event()  # fresh locks
+        if damaged:
+            self._damage.set()
         return True
 
     def _sqlite_writer(self) -> SqliteWriter:
@@ -177,7 +182,7 @@ class Database:
         if writer is None:
             with self._lock:
                 if self._writer is None:
-                    self._writer = SqliteWriter(self.sync_engine)
+                    self._writer = SqliteWriter(self.sync_engine, self._damage)
                 writer = self._writer
         return writer
 
@@ -216,7 +221,11 @@ class Database:
 
         # Closing connections touches the disk (a WAL checkpoint): not on the event loop.
         done: concurrent.futures.Future[None] = concurrent.futures.Future()
-        threading.Thread(target=_run_into, args=(shut_down, done), daemon=True).start()
+        try:
+            threading.Thread(target=_run_into, args=(shut_down, done), daemon=True).start()
+        except RuntimeError:  # interpreter shutdown (3.12+) starts no thread: nothing to block
+            shut_down()
+            return
         await asyncio.wrap_future(done)
 
 

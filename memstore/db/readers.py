@@ -31,8 +31,9 @@ class ReaderThreads:
         self._count = threads
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
-        # Stop the threads of a store that is collected without being closed.
-        weakref.finalize(self, _stop, self._calls, threads)
+        # Stop the threads of a store that is collected without being closed; not at exit,
+        # where an atexit handler may still read (daemon threads need no stopping there).
+        weakref.finalize(self, _stop, self._calls, threads).atexit = False
 
     def submit(self, fn: Callable[[], T]) -> concurrent.futures.Future[T]:
         """Run ``fn()`` in a reader thread; a future of its outcome."""

@@ -32,14 +32,14 @@ import queue
 import threading
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from sqlalchemy.engine import Connection, Engine
 
 from memstore.db.connection import WRITE_OPTION
 from memstore.db.errors import translate_errors
-from memstore.errors import StorageError
+from memstore.errors import CorruptDatabaseError, StorageError
 
 T = TypeVar("T")
 
@@ -48,6 +48,8 @@ T = TypeVar("T")
 MAX_BATCH = 256
 
 Job = Callable[[Connection], Any]
+#: Why a write is refused once the file was found damaged.
+DAMAGED = "the database file is damaged, so this store refuses writes"
 
 
 @dataclass
@@ -56,42 +58,62 @@ class _Queued:
     future: concurrent.futures.Future[Any]
 
 
+@dataclass
+class _Channel:
+    """What the callers and the thread share: the queue, and whether it takes jobs."""
+
+    jobs: queue.SimpleQueue[_Queued | None] = field(default_factory=queue.SimpleQueue)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    accepting: bool = True  # False once closed, or once the thread is gone
+    stopped: concurrent.futures.Future[None] = field(default_factory=concurrent.futures.Future)
+
+    def stop(self) -> None:
+        """Take no more jobs; the thread ends after those queued so far."""
+        with self.lock:
+            if self.accepting:
+                self.accepting = False
+                self.jobs.put(None)
+
+
 class SqliteWriter:
     """The writer thread of one SQLite database in this process.
 
     Args:
         engine: The database's sync engine (:func:`memstore.db.connection.sqlite_engine`);
             the thread checks one connection out of it and keeps it.
+        damage: Set once the file is found damaged (by any read or write of this store):
+            from then on every job is refused with :class:`CorruptDatabaseError`, those
+            already queued included.
     """
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, damage: threading.Event) -> None:
         self.pid = os.getpid()
-        self._jobs: queue.SimpleQueue[_Queued | None] = queue.SimpleQueue()
-        self._lock = threading.Lock()  # orders submit() against close()
-        self._closed = False
-        self._stopped: concurrent.futures.Future[None] = concurrent.futures.Future()
-        # The thread's function holds the queue, not this object: a writer that is dropped
-        # without close() is collected, and its finalizer stops the thread.
+        self._channel = _Channel()
+        # The thread's function holds the channel, not this object: a writer that is dropped
+        # without close() is collected, and its finalizer stops the thread. Not at exit,
+        # though: an atexit handler may still be using the store (daemon threads need no
+        # stopping there).
         thread = threading.Thread(
             target=_serve,
-            args=(engine, self._jobs, self._stopped),
+            args=(engine, self._channel, damage),
             name="memstore-sqlite-writer",
             daemon=True,  # a store never closed must not keep the interpreter alive
         )
         thread.start()
-        weakref.finalize(self, self._jobs.put, None)
+        weakref.finalize(self, self._channel.stop).atexit = False
 
     def submit(self, fn: Callable[[Connection], T]) -> concurrent.futures.Future[T]:
         """Queue ``fn`` to run in the next batch; a future of its outcome, set after COMMIT.
 
         Raises:
-            StorageError: the writer was closed.
+            StorageError: the writer was closed (or its thread is gone).
         """
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
-        with self._lock:
-            if self._closed:
+        channel = self._channel
+        with channel.lock:
+            if not channel.accepting:
                 raise StorageError("the store is closed")
-            self._jobs.put(_Queued(fn, future))
+            channel.jobs.put(_Queued(fn, future))
         return future
 
     def close(self) -> concurrent.futures.Future[None]:
@@ -100,39 +122,45 @@ class SqliteWriter:
         A future, not a join: the caller awaits it without another thread, which interpreter
         shutdown would refuse to start when a store is closed from an ``atexit`` handler.
         """
-        with self._lock:
-            if not self._closed:
-                self._closed = True
-                self._jobs.put(None)
-        return self._stopped
+        self._channel.stop()
+        return self._channel.stopped
 
 
-def _serve(
-    engine: Engine,
-    jobs: queue.SimpleQueue[_Queued | None],
-    stopped: concurrent.futures.Future[None],
-) -> None:
+def _serve(engine: Engine, channel: _Channel, damage: threading.Event) -> None:
     """The writer thread: batches until the stop signal (``None``), then clean-up."""
     conn: Connection | None = None
     try:
         stop = False
         while not stop:
-            batch, stop = _next_batch(jobs)
+            batch, stop = _next_batch(channel.jobs)
             started = [job for job in batch if job.future.set_running_or_notify_cancel()]
-            if started:
-                conn = _commit_batch(engine, conn, started)
+            if not started:
+                continue
+            try:
+                conn = _commit_batch(engine, conn, started, damage)
+            except BaseException as error:  # a bug in this thread: no caller may wait forever
+                for job in started:
+                    if not job.future.done():
+                        job.future.set_exception(
+                            StorageError(
+                                f"the SQLite writer failed ({type(error).__name__}): "
+                                "this write may or may not be stored"
+                            )
+                        )
+                raise
     finally:
+        with channel.lock:
+            channel.accepting = False  # submit() refuses from now on
         if conn is not None:
             with contextlib.suppress(Exception):
                 conn.close()
-        # Reached with jobs still queued only if this thread failed (a bug): answer them, or
-        # their callers would wait forever.
-        for job in _drain(jobs):
+        # Jobs still queued here were never run (the thread failed, a bug): answer them.
+        for job in _drain(channel.jobs):
             if job.future.set_running_or_notify_cancel():
                 job.future.set_exception(
                     StorageError("the SQLite writer stopped before this write ran: not stored")
                 )
-        stopped.set_result(None)
+        channel.stopped.set_result(None)
 
 
 def _next_batch(jobs: queue.SimpleQueue[_Queued | None]) -> tuple[list[_Queued], bool]:
@@ -162,9 +190,13 @@ def _drain(jobs: queue.SimpleQueue[_Queued | None]) -> list[_Queued]:
 
 
 def _commit_batch(
-    engine: Engine, conn: Connection | None, batch: list[_Queued]
+    engine: Engine, conn: Connection | None, batch: list[_Queued], damage: threading.Event
 ) -> Connection | None:
     """Run ``batch`` in one transaction and answer every job; the connection to reuse."""
+    if damage.is_set():  # found damaged since these were queued: write nothing more
+        for job in batch:
+            job.future.set_exception(CorruptDatabaseError(DAMAGED))
+        return conn
     outcomes: list[tuple[bool, Any]] = []
     try:
         with translate_errors():
@@ -178,7 +210,15 @@ def _commit_batch(
                         transaction.rollback()
                 else:
                     outcomes.extend(_run_in_savepoint(conn, job.fn) for job in batch)
+                damaged = next(
+                    (e for ok, e in outcomes if not ok and isinstance(e, CorruptDatabaseError)),
+                    None,
+                )
+                if damaged is not None:  # no write of this batch may land in a damaged file
+                    raise damaged
     except Exception as error:
+        if isinstance(error, CorruptDatabaseError):
+            damage.set()
         # Nothing of the batch is stored. A job that had failed on its own keeps its own
         # error; every other caller hears why the transaction failed.
         for index, job in enumerate(batch):
@@ -203,7 +243,7 @@ def _run(conn: Connection, fn: Job) -> tuple[bool, Any]:
     try:
         with translate_errors():
             return True, fn(conn)
-    except Exception as error:
+    except BaseException as error:  # SystemExit from a job is that job's failure, not ours
         return False, error
 
 
@@ -233,11 +273,16 @@ def _run_in_savepoint(conn: Connection, fn: Job) -> tuple[bool, Any]:
     return ok, outcome
 
 
-def _not_stored(error: Exception) -> StorageError:
-    """The error a caller hears whose write was in a transaction that failed as a whole."""
-    if isinstance(error, StorageError):
-        copy = type(error)(str(error))  # one instance per caller: each raises its own
-    else:
+def _not_stored(error: BaseException) -> StorageError:
+    """The error a caller hears whose write was in a transaction that failed as a whole:
+    its own instance of the same error (each caller raises its own), else a StorageError."""
+    if not isinstance(error, StorageError):
         copy = StorageError(f"the write was not stored ({type(error).__name__})")
-    copy.__cause__ = error.__cause__ if isinstance(error, StorageError) else error
-    return copy
+        copy.__cause__ = error
+        return copy
+    # Copied without calling __init__: error classes take different arguments, and some
+    # build their message from them.
+    same = type(error).__new__(type(error), *error.args)
+    same.__dict__.update(error.__dict__)
+    same.__cause__ = error.__cause__
+    return same

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -26,7 +25,7 @@ from memstore import (
 )
 from memstore.db import lease
 from memstore.db.tables import sessions
-from memstore.processes import start_time
+from memstore.processes import ProcessIdentity, start_time
 
 LIMITS = MemoryLimits(hard=10_000, target=30, keep_recent=2)
 
@@ -102,7 +101,7 @@ async def test_a_pid_that_now_belongs_to_another_process_is_not_taken_for_alive(
     try:
         started = start_time(other.pid)
         assert started is not None, "this test needs /proc"
-        host = socket.gethostname()
+        host = ProcessIdentity.current().host
         # The holder's pid is alive, but a process that started then is another one.
         await set_holder(
             store, lease_owner="ghost", lease_host=host, lease_pid=other.pid,
