@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -43,9 +44,15 @@ def _private_output(path: str) -> Iterator[IO[str]]:
         yield sys.stdout
         return
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
     except OSError as error:
+        raise StorageError(f"cannot write {path}: {error.strerror}") from None
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):  # not /dev/null, a pipe or a terminal
+            os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT
+            os.ftruncate(fd, 0)  # only once it is private
+    except OSError as error:
+        os.close(fd)
         raise StorageError(f"cannot write {path}: {error.strerror}") from None
     with open(fd, "w", encoding="utf-8") as out:
         yield out

@@ -154,16 +154,20 @@ def prepare_sqlite_file(path: Path, *, create: bool = True) -> None:
         raise DatabaseMissingError(f"no database at {path}")
     if not path.parent.is_dir():
         raise StorageError(f"directory {path.parent} does not exist")
-    create_database_file(path)
+    if not create_database_file(path):
+        prepare_sqlite_file(path, create=False)  # another process's: check it like any other
 
 
-def create_database_file(path: Path) -> None:
+def create_database_file(path: Path) -> bool:
     """A new, empty SQLite database in WAL mode at ``path``, mode 0600, made atomically.
 
     It is written beside ``path`` under a temporary name, then hard-linked into place: no
     other process ever sees a half-made (empty) file there, and a create that fails (a full
     disk) leaves nothing behind. When two processes create the same database at once, the
     second link fails and that process uses the first one's file.
+
+    Returns:
+        Whether this call made the file (``False``: one was already there).
     """
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.creating")
     try:
@@ -171,8 +175,9 @@ def create_database_file(path: Path) -> None:
         with contextlib.closing(sqlite3.connect(temporary, isolation_level=None)) as conn:
             conn.execute("PRAGMA journal_mode = WAL")  # writes the header page
         os.link(temporary, path)
+        return True
     except FileExistsError:
-        pass  # another process created it first: fine, it is the same database
+        return False  # another process created it first: the caller checks what is there
     except (OSError, sqlite3.Error) as error:
         reason = getattr(error, "strerror", None) or classify(error)
         raise StorageError(f"cannot create {path}: {reason}") from None

@@ -442,3 +442,10 @@ def test_import_validates_like_the_api_and_writes_nothing(
     result = cli(copy, "import", str(bad))
     assert result.exit_code == 1 and named in result.output
     assert as_json(cli(copy, "sessions", "--json")) == []
+
+
+def test_an_export_to_a_device_leaves_the_device_alone(worked_db: Path) -> None:
+    before = os.stat("/dev/null").st_mode
+    result = cli(worked_db, "export", "incident-42", "-o", "/dev/null")
+    assert result.exit_code == 0
+    assert os.stat("/dev/null").st_mode == before

@@ -194,7 +194,9 @@ async def test_a_holder_renews_its_lease_while_its_summarizer_runs(db_path: Path
         assert await store.check() == []
 
 
-async def test_a_heartbeat_that_meets_a_locked_database_harms_nothing(db_path: Path) -> None:
+async def test_a_heartbeat_that_meets_a_locked_database_harms_nothing(
+    db_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     settings = Settings(lease_s=3.0, busy_timeout_s=0.2)
     async with MemoryStore.open(db_path, settings=settings) as store:
         await fill(store)
@@ -207,6 +209,25 @@ async def test_a_heartbeat_that_meets_a_locked_database_harms_nothing(db_path: P
         report = await running
         assert report is not None
         assert await store.check() == []
+    assert "renewing the lease of s failed" in caplog.text  # a heartbeat did meet the lock
+
+
+async def test_a_compaction_cancelled_by_its_caller_is_cancelled_and_gives_the_lease_back(
+    db_path: Path,
+) -> None:
+    async with MemoryStore.open(db_path) as store:
+        await fill(store)
+        gate = Gate()
+        running = asyncio.create_task(handle(store, gate).compact())  # type: ignore[attr-defined]
+        await gate.entered.wait()
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        assert gate.cancelled
+        assert await lease.lease_holder(store.database, "s") is None  # released
+        assert (await store.session_info("s")).compaction_count == 0
+        report = await handle(store).compact()  # type: ignore[attr-defined]
+        assert report is not None and report.took_over_from is None
 
 
 async def test_a_holder_whose_lease_was_taken_stops_and_commits_nothing(

@@ -23,7 +23,14 @@ import pytest
 from conftest import write_lock_held
 from sqlalchemy import Connection, event, text
 
-from memstore import IdempotencyConflictError, MemoryLimits, MemoryStore, WordEstimator
+from memstore import (
+    CorruptDatabaseError,
+    IdempotencyConflictError,
+    MemoryItem,
+    MemoryLimits,
+    MemoryStore,
+    WordEstimator,
+)
 from memstore.errors import StorageError, StorageFullError
 
 LIMITS = MemoryLimits(hard=10**9, target=10**8, keep_recent=4)
@@ -243,7 +250,8 @@ async def test_a_failed_transaction_fails_every_caller_in_it_and_the_next_batch_
             return_exceptions=True,
         )
         failed = [o for o in outcomes if isinstance(o, StorageFullError)]
-        assert failed and all(isinstance(o, StorageFullError) or o.content for o in outcomes)
+        assert failed and all(isinstance(o, (MemoryItem, StorageFullError)) for o in outcomes)
+        assert isinstance(outcomes[1], StorageFullError)  # the one that cannot fit, always
         event.remove(store.database.sync_engine, "checkout", cap)
         after = await memory.add("user", "after")  # a fresh connection, without the cap
         contents = [i.content for i in await memory.items()]
@@ -385,3 +393,77 @@ def test_a_forked_child_writes_through_a_writer_of_its_own(
             return [item.content for item in await memory.items()]
 
     assert asyncio.run(contents()) == ["parent", "child", "again"]
+
+
+async def test_a_job_that_raises_systemexit_fails_alone_and_the_writer_goes_on(
+    db_path: Path,
+) -> None:
+    async with MemoryStore.open(db_path) as store:
+
+        def exits(conn: Connection) -> None:
+            raise SystemExit(3)
+
+        with pytest.raises(SystemExit):
+            await store.database.run_write(exits)
+        memory = store.session("g", estimator=WordEstimator(), limits=LIMITS)
+        assert (await asyncio.wait_for(memory.add("user", "still written"), 10)).seq == 1
+
+
+async def test_damage_met_by_a_write_refuses_its_batch_and_everything_after(
+    db_path: Path,
+) -> None:
+    async with MemoryStore.open(db_path) as store:
+        await store.database.run_write(lambda conn: conn.execute(text("CREATE TABLE t (x)")))
+
+        def insert(value: str) -> Callable[[Connection], None]:
+            return lambda conn: conn.execute(text("INSERT INTO t VALUES (:x)"), {"x": value})
+
+        def damaged(conn: Connection) -> None:
+            conn.execute(text("INSERT INTO t VALUES ('from the damaged job')"))
+            raise CorruptDatabaseError("the database file is corrupt (malformed)")
+
+        outcomes = await asyncio.gather(
+            store.database.run_write(insert("a")),
+            store.database.run_write(damaged),
+            store.database.run_write(insert("b")),
+            return_exceptions=True,
+        )
+        assert isinstance(outcomes[1], CorruptDatabaseError)
+        with pytest.raises(CorruptDatabaseError, match="refuses writes"):
+            await store.database.run_write(insert("after"))
+        rows = await store.database.run_read(lambda c: c.execute(text("SELECT x FROM t")).all())
+        stored = sorted(row.x for row in rows)
+        answered = sorted(v for v, o in zip("a-b", outcomes, strict=True) if o is None)
+        assert stored == answered  # what committed is exactly what was acknowledged
+        assert "from the damaged job" not in stored
+
+
+ATEXIT_FIRST = """
+import asyncio, atexit
+from memstore import MemoryStore, WordEstimator
+store = None
+async def last_words():
+    print([i.content for i in await (await store.attach('s')).items()])
+    await store.close()
+    print('closed')
+atexit.register(lambda: asyncio.run(last_words()))  # registered before the store exists
+async def main():
+    global store
+    store = await MemoryStore.open({path!r})
+    await store.session('s', estimator=WordEstimator()).add('user', 'hello')
+    await store.session('s', estimator=WordEstimator()).items()  # the readers start too
+asyncio.run(main())
+"""
+
+
+def test_an_atexit_handler_registered_before_the_store_can_still_use_it(tmp_path: Path) -> None:
+    """Handlers run last-registered first: memstore's own clean-up must not stop the threads
+    before an earlier-registered handler of the application is done with the store."""
+    result = subprocess.run(
+        [sys.executable, "-c", ATEXIT_FIRST.format(path=str(tmp_path / "exit.db"))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert result.stdout.split() == ["['hello']", "closed"]
