@@ -263,11 +263,10 @@ async def _free_session_id(store: MemoryStore, base: str) -> str:
 async def review(args: argparse.Namespace, out: Console) -> tuple[TurnResult, StandInModel | None]:
     """One review run: one session, the scope's long-term memories, one user turn."""
     workspace = Path(args.workspace)
-    if args.sample:
+    if args.sample:  # the samples as they ship, whatever an earlier run left there
         workspace.mkdir(parents=True, exist_ok=True)
         for name, source in SAMPLES.items():
-            if not (workspace / name).exists():
-                (workspace / name).write_text(source, encoding="utf-8")
+            (workspace / name).write_text(source, encoding="utf-8")
     standin = StandInModel(offline_brain()) if args.offline else None
     if standin is not None:
         client, model = standin.client(), "offline-stand-in"

@@ -61,14 +61,19 @@ def acked(path: Path) -> list[str]:
 def wait_for_acks(
     acks: Path, workers: list[str], procs: list[subprocess.Popen[str]], timeout: float = 60
 ) -> bool:
-    """Whether each worker acknowledged an append before ``timeout`` (or a worker exited)."""
+    """Whether each worker acknowledged an append (or already finished) before ``timeout``.
+
+    A loaded machine may starve one worker while another finishes all its appends: the wait
+    is for every worker to have had one acknowledged, not for any order among them.
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         lines = acked(acks)
-        if all(any(line.startswith(f"{worker}-") for line in lines) for worker in workers):
+        if all(
+            proc.poll() is not None or any(line.startswith(f"{worker}-") for line in lines)
+            for worker, proc in zip(workers, procs, strict=True)
+        ):
             return True
-        if any(proc.poll() is not None for proc in procs):
-            return False
         time.sleep(0.01)
     return False
 

@@ -9,6 +9,9 @@ evicted. No API key and no network are needed.
 from __future__ import annotations
 
 import asyncio
+import shutil
+import sys
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -236,7 +239,8 @@ async def run_demo(db: str, session: str | None, out: Console) -> SessionMemory:
             summarizer=ExtractiveSummarizer(max_tokens=160, estimator=estimator),
         )
         history: list[MemoryItem] = []
-        memory.add_observer(lambda report: out.print(_report_panel(report, history)))
+        compacted: list[CompactionReport] = []  # shown after the append that set them off
+        memory.add_observer(compacted.append)
         out.print(
             f"[bold]memstore demo[/bold]: session [cyan]{session_id}[/cyan] in {db} "
             f"(estimator {estimator.name}, summarizer extractive)",
@@ -253,6 +257,9 @@ async def run_demo(db: str, session: str | None, out: Console) -> SessionMemory:
                 overflow="ellipsis",
                 markup=False,
             )
+            for report in compacted:
+                out.print(_report_panel(report, history))
+            compacted.clear()
         out.print(
             Panel(
                 Text(await memory.summary() or "(none)"),
@@ -269,9 +276,26 @@ async def run_demo(db: str, session: str | None, out: Console) -> SessionMemory:
         db_flag = "" if db == "memstore.db" else f" --db {db}"
         # soft_wrap: the command must stay on one line to be copied.
         out.print(
-            f"Inspect it: [bold]memstore{db_flag} show {session_id} --all[/bold]", soft_wrap=True
+            f"Inspect it: [bold]{invocation()}{db_flag} show {session_id} --all[/bold]",
+            soft_wrap=True,
         )
         return memory
+
+
+def invocation() -> str:
+    """How to run memstore again from here: ``memstore`` when that is on PATH and is this
+    one, else the path this one was started by (``.venv/bin/memstore``), or ``python -m``."""
+    started = Path(sys.argv[0])
+    on_path = shutil.which("memstore")
+    if started.name == "memstore" and started.exists():  # this executable
+        if on_path is not None and Path(on_path).resolve() == started.resolve():
+            return "memstore"
+        try:
+            return str(started.resolve().relative_to(Path.cwd()))
+        except ValueError:
+            return str(started.resolve())
+    # Started another way (python -m memstore, or from Python): memstore if it is on PATH.
+    return "memstore" if on_path is not None else f"{Path(sys.executable).name} -m memstore"
 
 
 @click.command("demo")

@@ -43,8 +43,9 @@ async def open_or_create(store: MemoryStore, session_id: str, estimator: str) ->
 )
 @click.option(
     "--priority",
-    type=click.Choice([p.name for p in Priority], case_sensitive=False),
-    default="NORMAL",
+    # Shown in lower case, as click shows case-insensitive choices; any case is accepted.
+    type=click.Choice([p.name.lower() for p in Priority], case_sensitive=False),
+    default="normal",
     show_default=True,
 )
 @click.option("--idempotency-key", default=None, help="Makes a retried add safe.")
@@ -77,10 +78,11 @@ def add_item(
 
     async def run(
         store: MemoryStore,
-    ) -> tuple[MemoryItem, int | None, list[CompactionReport], str | None]:
+    ) -> tuple[MemoryItem, int | None, list[CompactionReport], str | None, bool]:
         memory = await open_or_create(store, session_id, estimator)
         seen: list[CompactionReport] = []
         memory.add_observer(seen.append)
+        before = (await memory.snapshot()) if idempotency_key else None
         item = await memory.add(
             role,
             content,
@@ -90,12 +92,15 @@ def add_item(
         )
         # The item is stored from here on: nothing that fails after this is the add's failure
         # (a script retrying on exit 1 would store it twice).
+        # A retry of a key already used: the item stored then, nothing appended now.
+        again = before is not None and item.version <= before.version
         try:
-            return item, await memory.estimated_tokens(), seen, None
+            return item, await memory.estimated_tokens(), seen, None, again
         except MemstoreError as error:
-            return item, None, seen, f"the item is stored, but reading the session failed: {error}"
+            failed = f"the item is stored, but reading the session failed: {error}"
+            return item, None, seen, failed, again
 
-    item, total, reports, after = run_with_store(ctx, run, create=True)
+    item, total, reports, after, again = run_with_store(ctx, run, create=True)
     if as_json:
         print_json(
             {
@@ -103,14 +108,21 @@ def add_item(
                 "total_tokens": total,
                 "compactions": [r.to_dict() for r in reports],
                 "warning": after,
+                "already_stored": again,
             }
         )
     else:
         out = console()
         shown_total = "unknown" if total is None else total
-        out.print(
-            f"added #{item.seq} {item.kind.value} {item.priority.name} "
-            f"({item.estimated_tokens} tokens); session total {shown_total}"
+        tokens = f"{item.estimated_tokens} token{'' if item.estimated_tokens == 1 else 's'}"
+        what = (
+            f"already stored as #{item.seq} (idempotency key {idempotency_key}); nothing added"
+            if again
+            else f"added #{item.seq}"
+        )
+        # One line, never wrapped: a script greps it for the seq.
+        click.echo(
+            f"{what} {item.kind.value} {item.priority.name} ({tokens}); session total {shown_total}"
         )
         if reports:
             out.print(reports_table(reports))
