@@ -14,6 +14,8 @@ import contextlib
 import os
 import socket
 import sqlite3
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -234,6 +236,19 @@ def row_counts(path: Path) -> dict[str, int]:
             table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
             for table in ("sessions", "items", "compactions", "summaries")
         }
+
+
+def memstore_cli(
+    db: Path | str, *args: str, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``memstore --db DB ARGS...`` run as a user runs it: a process of its own, piped."""
+    return subprocess.run(
+        [sys.executable, "-m", "memstore", "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+    )
 
 
 @asynccontextmanager

@@ -4,21 +4,10 @@ installed executable, as a script would."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import write_worked_example
-
-
-def memstore(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "memstore", "--db", str(db), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+from conftest import memstore_cli, write_worked_example
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +33,7 @@ def worked(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_bad_option_value_is_a_usage_error_naming_the_option(
     worked: Path, args: list[str], option: str
 ) -> None:
-    result = memstore(worked, *args)
+    result = memstore_cli(worked, *args)
     assert result.returncode == 2, result.stderr
     assert option in result.stderr and "Traceback" not in result.stderr
 
@@ -54,11 +43,13 @@ def test_a_bad_option_value_is_a_usage_error_naming_the_option(
     [["show", "no-such-session"], ["ltm", "get", "missing"], ["reports", "nope"], ["show", "a/b"]],
 )
 def test_a_domain_failure_is_exit_1(worked: Path, args: list[str]) -> None:
-    result = memstore(worked, *args)
+    result = memstore_cli(worked, *args)
     assert result.returncode == 1
     assert result.stderr.startswith("Error: ") and len(result.stderr.splitlines()) == 1
 
 
 def test_a_what_if_with_both_limits_runs(worked: Path) -> None:
-    result = memstore(worked, "replay", "incident-42", "--hard-limit", "60", "--target-limit", "40")
+    result = memstore_cli(
+        worked, "replay", "incident-42", "--hard-limit", "60", "--target-limit", "40"
+    )
     assert result.returncode == 0 and "what-if: hard 60, target 40" in result.stdout

@@ -7,38 +7,30 @@ import subprocess
 import sys
 from pathlib import Path
 
-
-def memstore(db: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "memstore", "--db", str(db), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-    )
+from conftest import memstore_cli
 
 
 def test_a_retried_add_says_it_was_already_stored(tmp_path: Path) -> None:
     db = tmp_path / "k.db"
-    first = memstore(db, "add", "s", "hello", "--idempotency-key", "k1", "--estimator", "words")
-    again = memstore(db, "add", "s", "hello", "--idempotency-key", "k1", "--estimator", "words")
+    keyed = ["add", "s", "hello", "--idempotency-key", "k1", "--estimator", "words"]
+    first, again = memstore_cli(db, *keyed), memstore_cli(db, *keyed)
     assert first.stdout.startswith("added #1 ") and "(1 token)" in first.stdout
     assert again.stdout.startswith("already stored as #1 (idempotency key k1); nothing added")
-    assert memstore(db, "add", "s", "two words", "--estimator", "words").stdout.startswith(
+    assert memstore_cli(db, "add", "s", "two words", "--estimator", "words").stdout.startswith(
         "added #2 "
     )
 
 
 def test_priorities_are_shown_in_one_case_and_taken_in_any(tmp_path: Path) -> None:
-    help_text = memstore(tmp_path / "h.db", "add", "--help").stdout
+    help_text = memstore_cli(tmp_path / "h.db", "add", "--help").stdout
     assert "[low|normal|high]" in help_text and "NORMAL" not in help_text
     for spelling in ("HIGH", "high", "High"):
-        added = memstore(tmp_path / "p.db", "add", "s", "x", "--priority", spelling)
+        added = memstore_cli(tmp_path / "p.db", "add", "s", "x", "--priority", spelling)
         assert added.returncode == 0 and " HIGH " in added.stdout
 
 
 def test_the_demo_shows_each_compaction_after_the_append_that_set_it_off(tmp_path: Path) -> None:
-    lines = memstore(tmp_path / "demo.db", "demo").stdout.splitlines()
+    lines = memstore_cli(tmp_path / "demo.db", "demo").stdout.splitlines()
     first_box = next(n for n, line in enumerate(lines) if "compaction #1" in line)
     appends = [n for n, line in enumerate(lines) if line.lstrip().startswith("+#")]
     trigger = max(n for n in appends if n < first_box)
@@ -46,7 +38,7 @@ def test_the_demo_shows_each_compaction_after_the_append_that_set_it_off(tmp_pat
 
 
 def test_the_demo_ends_with_a_command_that_works_from_here(tmp_path: Path) -> None:
-    last = memstore(tmp_path / "demo.db", "demo", cwd=tmp_path).stdout.strip().splitlines()[-1]
+    last = memstore_cli(tmp_path / "demo.db", "demo", cwd=tmp_path).stdout.strip().splitlines()[-1]
     assert last.startswith("Inspect it: ")
     command = last.removeprefix("Inspect it: ")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}

@@ -10,6 +10,23 @@ import click
 import pytest
 
 
+def modules_loaded_by(args: list[str]) -> tuple[str, set[str]]:
+    """What ``memstore ARGS`` prints, and every module it loaded, in a fresh interpreter."""
+    probe = (
+        "import sys\n"
+        "from memstore.cli import main\n"
+        "try:\n"
+        f"    main({args!r}, prog_name='memstore')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], check=True, capture_output=True, text=True
+    )
+    return result.stdout, set(result.stderr.split())
+
+
 def test_the_cli_show_path_loads_neither_the_orm_nor_other_backends(tmp_path: Path) -> None:
     """Start-up cost is measured in benchmarks/suite.py; what it depends on is checked here."""
     db = tmp_path / "cli.db"
@@ -19,20 +36,8 @@ def test_the_cli_show_path_loads_neither_the_orm_nor_other_backends(tmp_path: Pa
         check=True,
         capture_output=True,
     )
-    probe = (
-        "import sys\n"
-        "from memstore.cli import main\n"
-        "try:\n"
-        f"    main(['--db', {str(db)!r}, 'show', 's'], prog_name='memstore')\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], check=True, capture_output=True, text=True
-    )
-    assert "hi" in result.stdout
-    loaded = set(result.stderr.split())
+    printed, loaded = modules_loaded_by(["--db", str(db), "show", "s"])
+    assert "hi" in printed
     for heavy in (
         "sqlalchemy.orm",
         "sqlalchemy.ext.asyncio",
@@ -51,19 +56,7 @@ def test_the_cli_show_path_loads_neither_the_orm_nor_other_backends(tmp_path: Pa
 
 @pytest.mark.parametrize("args", [["--help"], ["--version"]])
 def test_help_and_version_import_nothing_they_do_not_print(args: list[str]) -> None:
-    probe = (
-        "import sys\n"
-        "from memstore.cli import main\n"
-        "try:\n"
-        f"    main({args!r}, prog_name='memstore')\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], check=True, capture_output=True, text=True
-    )
-    loaded = set(result.stderr.split())
+    _, loaded = modules_loaded_by(args)
     assert not {m for m in loaded if m.split(".")[0] in {"sqlalchemy", "rich", "openai"}}
     assert not {m for m in loaded if m.startswith("memstore.") and m.count(".") > 1} - {
         "memstore.cli.__main__"

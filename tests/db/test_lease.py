@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from conftest import DatabaseClock, write_lock_held
+from conftest import DatabaseClock, memstore_cli, write_lock_held
 from sqlalchemy import update
 
 from memstore import (
@@ -271,15 +271,6 @@ async def test_a_refused_commit_says_the_lease_was_taken_over(store: MemoryStore
     assert "taken over" in str(refused.value) and "w2" in str(refused.value)
 
 
-def memstore(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "memstore", "--db", str(db), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
 async def test_the_cli_shows_who_holds_the_lease_and_compact_says_so(db_path: Path) -> None:
     async with MemoryStore.open(db_path) as store:
         await fill(store)
@@ -287,9 +278,9 @@ async def test_the_cli_shows_who_holds_the_lease_and_compact_says_so(db_path: Pa
             store, lease_owner="far:7:x", lease_host="elsewhere", lease_pid=7,
             lease_expires_at=10.0**10,
         )  # fmt: skip
-    shown = await asyncio.to_thread(memstore, db_path, "show", "s")
+    shown = await asyncio.to_thread(memstore_cli, db_path, "show", "s")
     assert "compaction lease: held by far:7:x (pid 7 on elsewhere)" in shown.stdout
-    compacted = await asyncio.to_thread(memstore, db_path, "compact", "s")
+    compacted = await asyncio.to_thread(memstore_cli, db_path, "compact", "s")
     assert compacted.returncode == 1
     assert (
         compacted.stderr.strip().splitlines() == [compacted.stderr.strip()]
@@ -297,11 +288,11 @@ async def test_the_cli_shows_who_holds_the_lease_and_compact_says_so(db_path: Pa
     )
     async with MemoryStore.open(db_path) as store:
         await set_holder(store, lease_expires_at=0.0)  # it expired, never released
-    shown = await asyncio.to_thread(memstore, db_path, "show", "s", "--json")
+    shown = await asyncio.to_thread(memstore_cli, db_path, "show", "s", "--json")
     assert '"owner": "far:7:x"' in shown.stdout
-    compacted = await asyncio.to_thread(memstore, db_path, "compact", "s")
+    compacted = await asyncio.to_thread(memstore_cli, db_path, "compact", "s")
     assert compacted.returncode == 0
-    reports = await asyncio.to_thread(memstore, db_path, "reports", "s", "--json")
+    reports = await asyncio.to_thread(memstore_cli, db_path, "reports", "s", "--json")
     assert '"took_over_from": "far:7:x"' in reports.stdout
 
 
