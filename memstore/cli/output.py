@@ -22,9 +22,17 @@ PREVIEW_CHARS = 80
 PROGRESS_THRESHOLD = 2000
 
 
+#: Columns of output that goes to a pipe or a file: wide enough that no row is cut or wrapped,
+#: so a script can grep a whole record (rich would otherwise assume 80).
+PIPED_WIDTH = 10_000
+
+
 def console(*, stderr: bool = False) -> Console:
-    """A console for people (rich drops colour itself when stdout is no terminal or NO_COLOR)."""
-    return Console(highlight=False, soft_wrap=False, stderr=stderr)
+    """A console for people: the terminal's real width on a terminal; piped, rows of any
+    length, one record a line (rich drops colour itself when there is no terminal)."""
+    probe = Console(stderr=stderr)
+    width = None if probe.is_terminal else PIPED_WIDTH
+    return Console(highlight=False, soft_wrap=False, stderr=stderr, width=width)
 
 
 def run_with_store(

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import memstore_cli
 
 
@@ -46,3 +47,16 @@ def test_the_demo_ends_with_a_command_that_works_from_here(tmp_path: Path) -> No
         command, shell=True, capture_output=True, text=True, cwd=tmp_path, timeout=60, env=env
     )
     assert shown.returncode == 0 and "incident-demo" in shown.stdout
+
+
+@pytest.mark.parametrize("columns", ["80", "200"])
+def test_piped_output_is_never_cut(
+    tmp_path: Path, columns: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", columns)
+    db = tmp_path / "demo.db"
+    memstore_cli(db, "demo", "--session", "incident-demo-with-a-long-identifier")
+    sessions = memstore_cli(db, "sessions").stdout
+    assert "incident-demo-with-a-long-identifier" in sessions
+    full = memstore_cli(db, "show", "incident-demo-with-a-long-identifier", "--full").stdout
+    assert "no payments were lost" in full  # a phrase of the last message, on one line
