@@ -66,6 +66,7 @@ class MemoryStore:
         upgrade: bool = True,
         create: bool = True,
         verify: bool = False,
+        read_only: bool = False,
         settings: Settings | None = None,
     ) -> _Opening:
         """Open (creating or upgrading) a store.
@@ -80,6 +81,10 @@ class MemoryStore:
                 file (a cautious deployment's start-up check: it reads the whole file, about
                 2 s per GiB from the page cache; see docs/operations.md). ``memstore check``
                 stays the full audit. Ignored on PostgreSQL.
+            read_only: Open for reading only: every write raises
+                :class:`ReadOnlyDatabaseError`, and a SQLite file is opened read-only (its
+                WAL untouched), so a read-only copy or a mounted backup can be inspected. An
+                outdated schema is refused instead of upgraded.
             settings: Store-wide settings; :meth:`Settings.from_env` by default.
 
         Returns:
@@ -91,7 +96,7 @@ class MemoryStore:
             SchemaTooNewError: a newer memstore wrote this database.
             SchemaOutdatedError: the schema is older and ``upgrade`` is ``False``.
         """
-        return _Opening(url_or_path, upgrade, create, verify, settings)
+        return _Opening(url_or_path, upgrade, create, verify, read_only, settings)
 
     @classmethod
     async def _open(
@@ -100,12 +105,15 @@ class MemoryStore:
         upgrade: bool,
         create: bool,
         verify: bool,
+        read_only: bool,
         settings: Settings | None,
     ) -> MemoryStore:
         settings = settings or Settings.from_env()
         # Opening checks and prepares the file (header, permissions, WAL): disk I/O, so not
         # on the event loop.
-        database = await asyncio.to_thread(open_database, url_or_path, settings, create=create)
+        database = await asyncio.to_thread(
+            open_database, url_or_path, settings, create=create, read_only=read_only
+        )
         try:
             if verify:
                 from memstore.db import audit
@@ -113,7 +121,7 @@ class MemoryStore:
                 damage = await audit.quick_check(database)
                 if damage:
                     raise CorruptDatabaseError(f"quick_check found the file damaged ({damage[0]})")
-            await ensure_schema(database, upgrade=upgrade)
+            await ensure_schema(database, upgrade=upgrade and not read_only)
         except BaseException:
             await database.close()
             raise
@@ -335,9 +343,10 @@ class _Opening:
         upgrade: bool,
         create: bool,
         verify: bool,
+        read_only: bool,
         settings: Settings | None,
     ) -> None:
-        self._args = (url_or_path, upgrade, create, verify, settings)
+        self._args = (url_or_path, upgrade, create, verify, read_only, settings)
         self._store: MemoryStore | None = None
 
     def __await__(self) -> Generator[Any, None, MemoryStore]:

@@ -16,7 +16,7 @@ def check(ctx: click.Context, session_id: str | None, as_json: bool) -> None:
 
     Without SESSION every session is checked, plus SQLite's integrity and foreign keys.
     """
-    violations = run_with_store(ctx, lambda store: store.check(session_id))
+    violations = run_with_store(ctx, lambda store: store.check(session_id), read_only=True)
     if as_json:
         print_json(
             {

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 def items_table(title: str, items: list[MemoryItem], *, full: bool, fates: bool) -> Table:
     """A table of items (seq, kind, priority, tokens, content; fate columns if asked)."""
     table = Table(title=title, title_justify="left", expand=False)
-    table.add_column("seq", justify="right")
+    table.add_column("seq", justify="right", overflow="fold")
     table.add_column("kind")
     table.add_column("priority")
     table.add_column("tokens", justify="right")
@@ -60,7 +60,7 @@ def totals_line(info: SessionInfo) -> str:
 @click.pass_context
 def list_sessions(ctx: click.Context, as_json: bool) -> None:
     """List sessions: active items, tokens against limits, compactions, last update."""
-    infos = run_with_store(ctx, lambda store: store.sessions())
+    infos = run_with_store(ctx, lambda store: store.sessions(), read_only=True)
     if as_json:
         print_json([info.to_dict() for info in infos])
         return
@@ -73,7 +73,8 @@ def list_sessions(ctx: click.Context, as_json: bool) -> None:
         ("compactions", "right"),
         ("updated (UTC)", "left"),
     ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        # Identifiers fold on a narrow terminal, never lose characters to an ellipsis.
+        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for info in infos:
         table.add_row(
             info.id,
@@ -119,7 +120,7 @@ def show_session(
 ) -> None:
     """Show a session's summary, active items and totals."""
     info, summary, active, forgotten, holder = run_with_store(
-        ctx, lambda store: _load_show(store, session_id, show_all)
+        ctx, lambda store: _load_show(store, session_id, show_all), read_only=True
     )
     if as_json:
         out: dict[str, Any] = {
@@ -180,7 +181,7 @@ def show_reports(ctx: click.Context, session_id: str, as_json: bool) -> None:
     async def load(store: MemoryStore) -> list[CompactionReport]:
         return await (await store.attach(session_id)).reports()
 
-    reports = run_with_store(ctx, load)
+    reports = run_with_store(ctx, load, read_only=True)
     if as_json:
         print_json([report.to_dict() for report in reports])
         return
@@ -204,4 +205,4 @@ def show_input(ctx: click.Context, session_id: str, scopes: tuple[str, ...]) -> 
     async def load(store: MemoryStore) -> list[dict[str, Any]]:
         return await (await store.attach(session_id, ltm_scopes=scopes)).build_model_input()
 
-    print_json(run_with_store(ctx, load))
+    print_json(run_with_store(ctx, load, read_only=True))

@@ -74,7 +74,7 @@ def entries_table(entries: list[LongTermEntry], *, full: bool = False) -> Table:
     """Entries: scope, key, version, value, updated (and expiry, if any entry has one)."""
     expiring = any(entry.expires_at is not None for entry in entries)
     table = Table(title="long-term entries", title_justify="left")
-    table.add_column("scope", no_wrap=True)
+    table.add_column("scope", overflow="fold")  # an identifier: folded, never cut
     table.add_column("key", overflow="fold")
     table.add_column("version", justify="right")
     table.add_column("value", overflow="fold", ratio=1)
@@ -166,7 +166,7 @@ async def _get(store: MemoryStore, key: str, scope: str) -> LongTermEntry:
 @click.pass_context
 def ltm_get(ctx: click.Context, key: str, scope: str, full: bool, as_json: bool) -> None:
     """Show one entry (exit code 1 if there is no live entry)."""
-    entry = run_with_store(ctx, lambda store: _get(store, key, scope))
+    entry = run_with_store(ctx, lambda store: _get(store, key, scope), read_only=True)
     if as_json:
         print_json(entry.to_dict())
         return
@@ -183,7 +183,9 @@ def ltm_list(
     ctx: click.Context, scope: str | None, prefix: str | None, full: bool, as_json: bool
 ) -> None:
     """List live entries, by scope then key."""
-    entries = run_with_store(ctx, lambda store: store.ltm.list(scope=scope, prefix=prefix))
+    entries = run_with_store(
+        ctx, lambda store: store.ltm.list(scope=scope, prefix=prefix), read_only=True
+    )
     if as_json:
         print_json([entry.to_dict() for entry in entries])
         return
@@ -220,7 +222,7 @@ async def _history(store: MemoryStore, key: str, scope: str) -> list[LongTermCha
 @click.pass_context
 def ltm_history(ctx: click.Context, key: str, scope: str, as_json: bool) -> None:
     """Every change of an entry, oldest first (exit code 1 if it was never written)."""
-    changes = run_with_store(ctx, lambda store: _history(store, key, scope))
+    changes = run_with_store(ctx, lambda store: _history(store, key, scope), read_only=True)
     if as_json:
         print_json([change.to_dict() for change in changes])
         return

@@ -36,12 +36,20 @@ def console(*, stderr: bool = False) -> Console:
 
 
 def run_with_store(
-    ctx: click.Context, action: Callable[[MemoryStore], Awaitable[T]], *, create: bool = False
+    ctx: click.Context,
+    action: Callable[[MemoryStore], Awaitable[T]],
+    *,
+    create: bool = False,
+    read_only: bool = False,
 ) -> T:
-    """Open the ``--db`` store, run ``action(store)``, close it; return what it returned."""
+    """Open the ``--db`` store, run ``action(store)``, close it; return what it returned.
+
+    Commands that only read pass ``read_only``: they work on a read-only copy too.
+    """
 
     async def go() -> T:
-        async with MemoryStore.open(ctx.find_root().obj, create=create) as store:
+        db = ctx.find_root().obj
+        async with MemoryStore.open(db, create=create, read_only=read_only) as store:
             return await action(store)
 
     return asyncio.run(go())

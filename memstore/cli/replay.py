@@ -164,7 +164,7 @@ def replay_session(
             "--at shows the session as it was; it does not combine with the what-if options "
             "(--hard-limit, --target-limit, --keep-recent, --summarizer)"
         )
-    history = run_with_store(ctx, lambda store: store.history(session_id))
+    history = run_with_store(ctx, lambda store: store.history(session_id), read_only=True)
     if at_version is not None:
         _show_at(history, at_version, as_json)
         return

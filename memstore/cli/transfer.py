@@ -30,7 +30,7 @@ from memstore.store import MemoryStore
 @click.pass_context
 def export_session(ctx: click.Context, session_id: str, output: str) -> None:
     """Write every item, summary and report of SESSION as JSON Lines."""
-    records = run_with_store(ctx, lambda store: store.export_session(session_id))
+    records = run_with_store(ctx, lambda store: store.export_session(session_id), read_only=True)
     with _private_output(output) as out:
         for record in with_progress(records, "exporting"):
             out.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -36,6 +36,7 @@ import contextlib
 import os
 import sqlite3
 import time
+import urllib.parse
 import uuid
 import weakref
 from pathlib import Path
@@ -140,8 +141,11 @@ def prepare_sqlite_file(path: Path, *, create: bool = True) -> None:
     if path.exists():
         if path.is_dir():
             raise NotADatabaseError(f"{path} is a directory, not an SQLite database")
-        with translate_errors(), path.open("rb") as handle:
-            header = handle.read(len(SQLITE_HEADER))
+        try:
+            with path.open("rb") as handle:
+                header = handle.read(len(SQLITE_HEADER))
+        except OSError as error:  # say which file, and why
+            raise StorageError(f"cannot read {path}: {error.strerror}") from None
         if not header:
             raise NotADatabaseError(
                 f"{path} is an empty file, not a memstore database (left untouched; "
@@ -212,8 +216,24 @@ def enable_wal(path: Path, timeout_s: float) -> None:
             time.sleep(_WAL_RETRY_S)
 
 
-def sqlite_engine(path: Path | None, settings: Settings) -> Engine:
-    """SQLAlchemy's sync engine for a SQLite file (``None``: a private in-memory database).
+def read_only_uri(path: Path) -> str:
+    """A ``file:`` URI that opens ``path`` read-only: ``mode=ro`` where SQLite can keep its
+    WAL index beside the file; ``immutable=1`` where it cannot (a read-only directory, a
+    mounted backup), which also tells it nothing else writes there meanwhile."""
+    uri = f"file:{urllib.parse.quote(str(path))}?mode=ro"
+    try:
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as probe:
+            probe.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError as error:
+        if "unable to open" not in str(error):
+            raise StorageError(f"cannot read {path}: {classify(error)}") from None
+        return uri + "&immutable=1"
+    return uri
+
+
+def sqlite_engine(path: Path | None, settings: Settings, *, uri: str | None = None) -> Engine:
+    """SQLAlchemy's sync engine for a SQLite file (``None``: a private in-memory database;
+    ``uri``: the file opened through that ``file:`` URI instead, e.g. read-only).
 
     The pool never makes a check-out wait (no overflow limit): the writer keeps one
     connection, and a reader blocked on the pool could be the one a transaction needs. An
@@ -229,8 +249,12 @@ def sqlite_engine(path: Path | None, settings: Settings) -> Engine:
             poolclass=StaticPool,
         )
     else:
+        # SQLAlchemy passes a file: URI through when the URL itself says uri=true.
+        target = (
+            f"sqlite+pysqlite:///{path}" if uri is None else f"sqlite+pysqlite:///{uri}&uri=true"
+        )
         engine = create_engine(
-            f"sqlite+pysqlite:///{path}",
+            target,
             hide_parameters=True,
             connect_args=connect_args,
             pool_size=5,

@@ -37,13 +37,19 @@ from memstore.db.connection import (
     is_sqlite,
     normalize_url,
     prepare_sqlite_file,
+    read_only_uri,
     sqlite_engine,
     sqlite_path,
 )
 from memstore.db.errors import DriverError, connection_failure, translate_errors
 from memstore.db.readers import ReaderThreads
 from memstore.db.writer import DAMAGED, SqliteWriter
-from memstore.errors import CorruptDatabaseError, MemstoreError, StorageError
+from memstore.errors import (
+    CorruptDatabaseError,
+    MemstoreError,
+    ReadOnlyDatabaseError,
+    StorageError,
+)
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
@@ -64,10 +70,16 @@ class Database:
         engine: SQLAlchemy's sync engine of a SQLite database, or an ``AsyncEngine``.
         settings: Timeouts and SQLite durability.
         in_memory: The SQLite database lives in its one connection (reads go to the writer).
+        read_only: Refuse every write with :class:`ReadOnlyDatabaseError`.
     """
 
     def __init__(
-        self, engine: Engine | AsyncEngine, settings: Settings, *, in_memory: bool = False
+        self,
+        engine: Engine | AsyncEngine,
+        settings: Settings,
+        *,
+        in_memory: bool = False,
+        read_only: bool = False,
     ) -> None:
         self.engine = engine
         self.settings = settings
@@ -78,6 +90,7 @@ class Database:
 
             add_postgresql_options()  # the models' PostgreSQL-only options (see there)
         self._in_memory = in_memory
+        self.read_only = read_only
         self._writer: SqliteWriter | None = None
         self._readers: ReaderThreads | None = None
         self._pid = os.getpid()
@@ -117,6 +130,8 @@ class Database:
                 damaged b-tree can spread the damage.
             StorageError: the store is closed, or the database failed (translated).
         """
+        if self.read_only:
+            raise ReadOnlyDatabaseError("this store was opened read-only: it writes nothing")
         if self._damage.is_set():
             raise CorruptDatabaseError(DAMAGED)
         with self._noting_damage():
@@ -239,7 +254,11 @@ def _run_into(fn: Callable[[], None], done: concurrent.futures.Future[None]) -> 
 
 
 def open_database(
-    url_or_path: str | os.PathLike[str], settings: Settings, *, create: bool = True
+    url_or_path: str | os.PathLike[str],
+    settings: Settings,
+    *,
+    create: bool = True,
+    read_only: bool = False,
 ) -> Database:
     """Check the target (SQLite: header, permissions, WAL) and build a :class:`Database`.
 
@@ -250,13 +269,18 @@ def open_database(
         settings: Store settings.
         create: Create a missing SQLite file; if ``False``, raise
             :class:`~memstore.errors.DatabaseMissingError` instead.
+        read_only: Refuse every write; a SQLite file is opened read-only (nothing of it is
+            written, not even its WAL), so a read-only copy can be inspected.
     """
     url = normalize_url(url_or_path)
     if not is_sqlite(url):
-        return Database(async_engine(url, settings), settings)
+        return Database(async_engine(url, settings), settings, read_only=read_only)
     path = sqlite_path(url)
     if path is None:
         return Database(sqlite_engine(None, settings), settings, in_memory=True)
-    prepare_sqlite_file(path, create=create)
+    prepare_sqlite_file(path, create=create and not read_only)
+    if read_only:
+        engine = sqlite_engine(path, settings, uri=read_only_uri(path))
+        return Database(engine, settings, read_only=True)
     enable_wal(path, settings.busy_timeout_s)
     return Database(sqlite_engine(Path(path), settings), settings)

@@ -12,6 +12,7 @@ Alembic; Alembic and its script directory are loaded only to upgrade or to refus
 from __future__ import annotations
 
 import importlib.util
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -104,6 +105,8 @@ async def ensure_schema(database: Database, *, upgrade: bool = True) -> str | No
     """
     if await _stamped_revision(database) == SCHEMA_HEAD:
         return None
+    if not upgrade:  # only to refuse, with the reason: a read does (a read-only store too)
+        return await database.run_read(partial(_check_and_upgrade, upgrade=False))
 
     def check_and_upgrade(conn: Connection) -> str | None:
         if conn.dialect.name == "postgresql":
