@@ -40,6 +40,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "memstore.ltm_model",
             "memstore.validation",
             "memstore.redaction",
+            "memstore.timeline",
         ),
     ),
     ("model", ("memstore.model",)),

@@ -113,12 +113,20 @@ def lease_line(holder: LeaseHolder) -> str:
 @click.argument("session_id", metavar="SESSION")
 @click.option("--all", "show_all", is_flag=True, help="Also list forgotten items and their fate.")
 @click.option("--full", is_flag=True, help="Print whole contents instead of previews.")
+@click.option(
+    "--timeline", is_flag=True, help="Draw the history: tokens per version, each compaction."
+)
 @json_option
 @click.pass_context
 def show_session(
-    ctx: click.Context, session_id: str, show_all: bool, full: bool, as_json: bool
+    ctx: click.Context, session_id: str, show_all: bool, full: bool, timeline: bool, as_json: bool
 ) -> None:
     """Show a session's summary, active items and totals."""
+    if timeline:
+        from memstore.cli.timeline import show_timeline
+
+        show_timeline(ctx, session_id, as_json)
+        return
     info, summary, active, forgotten, holder = run_with_store(
         ctx, lambda store: _load_show(store, session_id, show_all), read_only=True
     )
