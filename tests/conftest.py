@@ -241,9 +241,12 @@ def row_counts(path: Path) -> dict[str, int]:
 def memstore_cli(
     db: Path | str, *args: str, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """``memstore --db DB ARGS...`` run as a user runs it: a process of its own, piped."""
+    """``memstore --db DB ARGS...`` run as a user runs it: the installed executable, a
+    process of its own, its output piped."""
+    installed = Path(sys.executable).with_name("memstore")
+    command = [str(installed)] if installed.exists() else [sys.executable, "-m", "memstore"]
     return subprocess.run(
-        [sys.executable, "-m", "memstore", "--db", str(db), *args],
+        [*command, "--db", str(db), *args],
         capture_output=True,
         text=True,
         timeout=120,

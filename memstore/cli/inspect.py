@@ -11,9 +11,9 @@ from rich.table import Table
 from rich.text import Text
 
 from memstore.cli.output import (
+    cell,
     console,
     json_option,
-    plain,
     preview,
     print_json,
     run_with_store,
@@ -40,7 +40,7 @@ def items_table(title: str, items: list[MemoryItem], *, full: bool, fates: bool)
         row = [str(item.seq), item.kind.value, item.priority.name, str(item.estimated_tokens)]
         if fates:
             row += [item.fate.value if item.fate else "", f"#{item.removed_by}"]
-        table.add_row(*row, plain(item.content, full))
+        table.add_row(*row, cell(item.content, full))
     return table
 
 

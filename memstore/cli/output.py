@@ -81,6 +81,14 @@ def plain(text: str, full: bool = False) -> Text:
     return Text(preview(text, full))
 
 
+def cell(text: str, full: bool = False) -> Text:
+    """Stored text in a table row: on a terminal a preview (or all of it, ``full``); piped,
+    all of it on one line, so a script finds any phrase of it in its record's line."""
+    if full or console().is_terminal:
+        return plain(text, full)
+    return Text(" ".join(text.split()))
+
+
 def with_progress(items: Sequence[T], label: str) -> Iterator[T]:
     """Yield ``items``, drawing a progress bar on stderr for long work on a terminal."""
     err = console(stderr=True)

@@ -60,3 +60,7 @@ def test_piped_output_is_never_cut(
     assert "incident-demo-with-a-long-identifier" in sessions
     full = memstore_cli(db, "show", "incident-demo-with-a-long-identifier", "--full").stdout
     assert "no payments were lost" in full  # a phrase of the last message, on one line
+    shown = memstore_cli(db, "show", "incident-demo-with-a-long-identifier", "--all").stdout
+    assert "no payments were lost" in shown  # piped: whole texts without --full too
+    record = next(line for line in shown.splitlines() if "no payments were lost" in line)
+    assert record.split("│")[1].strip().isdigit()  # the whole message on its item's line
