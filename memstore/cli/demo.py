@@ -19,7 +19,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from memstore.cli.output import console, preview
+from memstore.cli.output import console, is_terminal, preview
 from memstore.model import CompactionReport, MemoryItem, MemoryLimits, Priority
 from memstore.session import SessionMemory
 from memstore.store import MemoryStore
@@ -185,6 +185,9 @@ SCRIPT: list[tuple[str, str, str, str]] = [
     ),
 ]
 
+#: The demo's width when piped (into a file, a pager): a reader's, not a script's.
+DEMO_PIPED_WIDTH = 100
+
 
 def _describe(items: list[MemoryItem], ids: dict[str, str], fate: str) -> str:
     chosen = [i for i in items if ids.get(i.id) == fate]
@@ -305,4 +308,6 @@ def demo(ctx: click.Context, session: str | None) -> None:
     """Run a scripted incident investigation offline and watch memory compact."""
     if session is not None:
         validate_session_id(session)
-    asyncio.run(run_demo(ctx.find_root().obj, session, console()))
+    # A show for people: piped, it keeps a reader's width instead of a table's whole rows.
+    out = console() if is_terminal() else Console(highlight=False, width=DEMO_PIPED_WIDTH)
+    asyncio.run(run_demo(ctx.find_root().obj, session, out))

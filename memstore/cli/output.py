@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import sys
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -30,9 +32,18 @@ PIPED_WIDTH = 10_000
 def console(*, stderr: bool = False) -> Console:
     """A console for people: the terminal's real width on a terminal; piped, rows of any
     length, one record a line (rich drops colour itself when there is no terminal)."""
-    probe = Console(stderr=stderr)
-    width = None if probe.is_terminal else PIPED_WIDTH
+    width = None if is_terminal(stderr=stderr) else PIPED_WIDTH
     return Console(highlight=False, soft_wrap=False, stderr=stderr, width=width)
+
+
+def is_terminal(*, stderr: bool = False) -> bool:
+    """Whether the stream itself is a terminal (not rich's guess: FORCE_COLOR makes rich call
+    any pipe one, and piped output must stay whole)."""
+    stream = sys.stderr if stderr else sys.stdout
+    try:
+        return os.isatty(stream.fileno())
+    except (AttributeError, OSError, ValueError):  # a captured stream with no descriptor
+        return False
 
 
 def run_with_store(
@@ -84,7 +95,7 @@ def plain(text: str, full: bool = False) -> Text:
 def cell(text: str, full: bool = False) -> Text:
     """Stored text in a table row: on a terminal a preview (or all of it, ``full``); piped,
     all of it on one line, so a script finds any phrase of it in its record's line."""
-    if full or console().is_terminal:
+    if full or is_terminal():
         return plain(text, full)
     return Text(" ".join(text.split()))
 

@@ -43,8 +43,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import create_engine, event, exc
-from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.pool import QueuePool, StaticPool
 
 from memstore.config import Settings
 from memstore.db.errors import classify, translate_errors
@@ -104,10 +104,12 @@ def normalize_url(url_or_path: str | os.PathLike[str]) -> str:
     if not isinstance(raw, str) or not raw.strip():
         raise ValidationError("db", f"must be a database URL or a file path: {URL_FORMS}")
     if "://" not in raw:
-        return f"sqlite+aiosqlite:///{Path(raw).expanduser().resolve()}"
+        # Built, not formatted: a path may hold ?, # or % that a URL would read otherwise.
+        path = str(Path(raw).expanduser().resolve())
+        return URL.create("sqlite+aiosqlite", database=path).render_as_string()
     try:
         url = make_url(raw)
-    except exc.ArgumentError:
+    except (exc.ArgumentError, ValueError):  # ValueError: a port that is not a number
         raise ValidationError("db", f"cannot be read as a database URL; use {URL_FORMS}") from None
     if url.get_backend_name() not in _BACKENDS:
         shown = url.render_as_string(hide_password=True)
@@ -227,6 +229,15 @@ def read_only_uri(path: Path) -> str:
     except sqlite3.OperationalError as error:
         if "unable to open" not in str(error):
             raise StorageError(f"cannot read {path}: {classify(error)}") from None
+        wal = Path(f"{path}-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            # immutable=1 would read the file as if its WAL did not exist: old data, said
+            # to be whole. Refuse instead.
+            raise StorageError(
+                f"{path} has a write-ahead log ({wal.name}) that cannot be read from where it "
+                "is (a read-only directory): copy the database and its -wal file somewhere "
+                "writable, or open it once where it can be written, to fold the log in"
+            ) from None
         return uri + "&immutable=1"
     return uri
 
@@ -248,13 +259,25 @@ def sqlite_engine(path: Path | None, settings: Settings, *, uri: str | None = No
             connect_args=connect_args,
             poolclass=StaticPool,
         )
-    else:
-        # SQLAlchemy passes a file: URI through when the URL itself says uri=true.
-        target = (
-            f"sqlite+pysqlite:///{path}" if uri is None else f"sqlite+pysqlite:///{uri}&uri=true"
-        )
+    elif uri is not None:
+        # The URI straight to the driver: through a SQLAlchemy URL its %-escapes would be
+        # decoded, and a path with # or ? would open another file.
+        def read_only_connection() -> sqlite3.Connection:
+            return sqlite3.connect(
+                uri, uri=True, timeout=settings.busy_timeout_s, check_same_thread=False
+            )
+
         engine = create_engine(
-            target,
+            "sqlite+pysqlite://",
+            hide_parameters=True,
+            creator=read_only_connection,
+            poolclass=QueuePool,  # the URL names no file: say what a file's pool would be
+            pool_size=5,
+            max_overflow=-1,
+        )
+    else:
+        engine = create_engine(
+            URL.create("sqlite+pysqlite", database=str(path)),
             hide_parameters=True,
             connect_args=connect_args,
             pool_size=5,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -50,3 +51,26 @@ def test_the_environment_variable_is_named_too() -> None:
         env={**__import__("os").environ, "MEMSTORE_DB": "foo://x"},
     )
     assert result.returncode == 2 and "MEMSTORE_DB" in result.stderr
+
+
+@pytest.mark.parametrize("folder", ["h#a", "q?mark", "pc%41t", "with space"])
+def test_a_path_with_url_characters_is_that_file(tmp_path: Path, folder: str) -> None:
+    """A path is never read as a URL: ?, # and % open the file they name, read-only too."""
+    from conftest import memstore_cli
+
+    (tmp_path / folder).mkdir()
+    db = tmp_path / folder / "a.db"
+    assert memstore_cli(db, "add", "s", "hello", "--estimator", "words").returncode == 0
+    shown = memstore_cli(db, "show", "s")  # a read command: opened read-only
+    assert shown.returncode == 0 and "hello" in shown.stdout, shown.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [folder]  # no stray file elsewhere
+
+
+def test_a_port_that_is_not_a_number_is_a_usage_error() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "memstore", "--db", "postgresql://h:abc/db", "sessions"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr
