@@ -394,7 +394,9 @@ async def schema_status(
         SchemaTooNewError: a newer memstore wrote it (with ``upgrade``).
     """
     settings = settings or Settings.from_env()
-    database = await asyncio.to_thread(open_database, url_or_path, settings, create=upgrade)
+    database = await asyncio.to_thread(
+        open_database, url_or_path, settings, create=upgrade, read_only=not upgrade
+    )
     try:
         head = head_revision()
         before = SchemaStatus(await database_revision(database), head)

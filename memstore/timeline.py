@@ -51,12 +51,22 @@ class Timeline:
 
 
 def session_timeline(
-    events: Iterable[ReplayEvent], hard: int, target: int, *, max_points: int = DEFAULT_MAX_POINTS
+    events: Iterable[ReplayEvent],
+    hard: int,
+    target: int,
+    *,
+    start: Point | None = None,
+    max_points: int = DEFAULT_MAX_POINTS,
 ) -> Timeline:
-    """The timeline of a replayed session (see the module docstring)."""
-    points: list[Point] = []
+    """The timeline of a replayed session (see the module docstring).
+
+    Args:
+        start: Where the recorded history starts, for a pruned session (its base version,
+            total and summary): the series begins there, not at an empty session.
+    """
+    points: list[Point] = [] if start is None else [start]
     marks: list[Mark] = []
-    summary_tokens = 0
+    summary_tokens = 0 if start is None else start.summary_tokens
     for event in events:
         if event.report is not None:
             report = event.report
@@ -73,7 +83,8 @@ def session_timeline(
                 )
             )
         points.append(Point(event.version, event.tokens, summary_tokens))
-    return Timeline(_sampled(points, marks, max_points), marks, hard, target, len(points))
+    versions = len(points) - (start is not None)
+    return Timeline(_sampled(points, marks, max_points), marks, hard, target, versions)
 
 
 def _sampled(points: list[Point], marks: list[Mark], max_points: int) -> list[Point]:

@@ -13,8 +13,8 @@ import shutil
 import click
 
 from memstore.cli.output import print_json, run_with_store
-from memstore.replay import replay
-from memstore.timeline import Timeline, session_timeline
+from memstore.replay import initial_state, replay
+from memstore.timeline import Point, Timeline, session_timeline
 
 #: The picture's height in rows: room for the limits to stand apart from the series.
 HEIGHT = 24
@@ -26,7 +26,11 @@ def show_timeline(ctx: click.Context, session_id: str, as_json: bool) -> None:
     """Print SESSION's timeline, as a picture or (``as_json``) as its series."""
     history = run_with_store(ctx, lambda store: store.history(session_id), read_only=True)
     limits = history.info.limits
-    timeline = session_timeline(replay(history), limits.hard, limits.target)
+    start = None
+    if history.base_version:  # pruned: the history starts from what prune kept
+        base = initial_state(history)
+        start = Point(base.version, base.total_tokens, base.summary_tokens)
+    timeline = session_timeline(replay(history), limits.hard, limits.target, start=start)
     if as_json:
         print_json({"session": session_id, **dataclasses.asdict(timeline)})
         return

@@ -297,6 +297,12 @@ def test_prune_leaves_a_session_that_still_verifies(long_db: Path) -> None:
     assert after["items"] == before["items"] and after["summary"] == before["summary"]
     left = as_json(cli(long_db, "reports", "long", "--json"))
     assert left[0]["compaction_count"] == len(reports) // 2 + 1
+    # The timeline starts where the kept history does, with the summary in force there.
+    series = as_json(cli(long_db, "show", "long", "--timeline", "--json"))
+    first, pruned_at = series["points"][0], reports[len(reports) // 2 - 1]
+    assert first["version"] == pruned_at["committed_version"]
+    assert first["summary_tokens"] == (pruned_at["summary_tokens"] or 0)
+    assert first["tokens"] > 0
     # Without --yes it asks, and "no" changes nothing.
     declined = cli(long_db, "prune", "long", "--before", "999999", input="n\n")
     assert declined.exit_code == 1

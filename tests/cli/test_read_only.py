@@ -27,6 +27,7 @@ run check
 run ltm list
 run replay incident-42
 run show incident-42 --timeline
+run db current
 run add incident-42 "not stored" --estimator words
 ls -a .
 """
@@ -48,7 +49,7 @@ def test_every_read_command_works_on_a_read_only_copy_and_writes_fail(tmp_path: 
     out = result.stdout
     assert result.returncode == 0, result.stderr
     codes = [line for line in out.splitlines() if line.startswith("exit ")]
-    assert codes == ["exit 0"] * 7 + ["exit 1"], out + result.stderr
+    assert codes == ["exit 0"] * 8 + ["exit 1"], out + result.stderr
     assert "incident-42" in out and "replay verified" in out and "ok: all invariants" in out
     assert "read-only" in result.stderr or "cannot be opened" in result.stderr
     assert "Traceback" not in result.stderr
