@@ -190,28 +190,26 @@ class Database:
         return True
 
     def _sqlite_writer(self) -> SqliteWriter:
-        self._forked()
-        if self._closed:
-            raise StorageError("the store is closed")
-        writer = self._writer
-        if writer is None:
-            with self._lock:
+        self._usable()
+        if self._writer is None:
+            with self._lock:  # two threads must not each start one
                 if self._writer is None:
                     self._writer = SqliteWriter(self.sync_engine, self._damage)
-                writer = self._writer
-        return writer
+        return self._writer
 
     def _reader_pool(self) -> ReaderThreads:
-        self._forked()
-        if self._closed:
-            raise StorageError("the store is closed")
-        readers = self._readers
-        if readers is None:
+        self._usable()
+        if self._readers is None:
             with self._lock:
                 if self._readers is None:
                     self._readers = ReaderThreads(READERS)
-                readers = self._readers
-        return readers
+        return self._readers
+
+    def _usable(self) -> None:
+        """Forget a parent's threads after a fork; refuse work once closed."""
+        self._forked()
+        if self._closed:
+            raise StorageError("the store is closed")
 
     async def close(self) -> None:
         """Finish queued writes, then close every connection; later calls are refused."""

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import memstore_cli
 
 from memstore import MemoryStore, ValidationError
 
@@ -23,12 +24,7 @@ MALFORMED = [
 
 @pytest.mark.parametrize("url", MALFORMED)
 def test_the_cli_calls_a_malformed_url_a_usage_error(url: str) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "memstore", "--db", url, "sessions"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = memstore_cli(url, "sessions")
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert "'--db' / MEMSTORE_DB" in result.stderr and "sqlite:///" in result.stderr
@@ -56,8 +52,6 @@ def test_the_environment_variable_is_named_too() -> None:
 @pytest.mark.parametrize("folder", ["h#a", "q?mark", "pc%41t", "with space"])
 def test_a_path_with_url_characters_is_that_file(tmp_path: Path, folder: str) -> None:
     """A path is never read as a URL: ?, # and % open the file they name, read-only too."""
-    from conftest import memstore_cli
-
     (tmp_path / folder).mkdir()
     db = tmp_path / folder / "a.db"
     assert memstore_cli(db, "add", "s", "hello", "--estimator", "words").returncode == 0
@@ -67,10 +61,5 @@ def test_a_path_with_url_characters_is_that_file(tmp_path: Path, folder: str) ->
 
 
 def test_a_port_that_is_not_a_number_is_a_usage_error() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "memstore", "--db", "postgresql://h:abc/db", "sessions"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = memstore_cli("postgresql://h:abc/db", "sessions")
     assert result.returncode == 2 and "Traceback" not in result.stderr

@@ -4,11 +4,9 @@ which user, which database, which host and port, and never the password."""
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 
 import pytest
-from conftest import POSTGRES_URL
+from conftest import POSTGRES_URL, memstore_cli
 from sqlalchemy.engine import make_url
 
 from memstore import ConnectionFailedError, MemoryStore, StorageError
@@ -76,12 +74,7 @@ def test_a_failed_password_names_the_user_not_the_password() -> None:
 def test_the_cli_says_it_in_one_line() -> None:
     port = free_port()
     url = f"postgresql://memstore:{SECRET}@127.0.0.1:{port}/agents"
-    result = subprocess.run(
-        [sys.executable, "-m", "memstore", "--db", url, "sessions"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = memstore_cli(url, "sessions")
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
         f"Error: nothing is listening on 127.0.0.1:{port} (connection refused)"
