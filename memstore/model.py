@@ -62,6 +62,10 @@ class Fate(enum.StrEnum):
     DROPPED = "dropped"
     SUMMARIZED = "summarized"
     EVICTED = "evicted"
+    #: Taken back by the application (``pop_item``: a failed turn rewound).
+    POPPED = "popped"
+    #: Removed with the whole working memory (``clear_session``).
+    CLEARED = "cleared"
 
 
 #: Which roles each kind allows (the first is the default when no role is given).
@@ -147,6 +151,10 @@ class MemoryItem:
         version: The session version (event clock) at which it was committed.
         fate: ``None`` while active; otherwise why it left working memory.
         removed_by: The compaction number that removed it, if any.
+        payload: The Responses API item it carries verbatim (``None``: a text item, whose
+            model-input message memstore builds from ``content``). ``content`` then holds
+            the text derived from it (:mod:`memstore.response_items`).
+        call_id: The id pairing a carried call with its output, if it is one of those.
     """
 
     id: str
@@ -161,6 +169,16 @@ class MemoryItem:
     version: int = 0
     fate: Fate | None = None
     removed_by: int | None = None
+    payload: Mapping[str, Any] | None = None
+    call_id: str | None = None
+
+    @property
+    def item_type(self) -> str | None:
+        """The carried item's ``type`` (``message`` when it omits one); ``None``: text item."""
+        if self.payload is None:
+            return None
+        kind = self.payload.get("type")
+        return "message" if kind is None else str(kind)
 
     @property
     def cost(self) -> int:
@@ -182,6 +200,7 @@ class MemoryItem:
             "version": self.version,
             "fate": None if self.fate is None else self.fate.value,
             "removed_by": self.removed_by,
+            "payload": None if self.payload is None else dict(self.payload),
         }
 
 

@@ -16,6 +16,12 @@ first. The newest ``keep_recent`` items are *protected* in phases 1 and 2.
    protected items, oldest first. The result is at most the target, always: even one recent
    item larger than the target is evicted rather than allowed to break the bound.
 
+Every phase works on *units* (:mod:`memstore.units`), not single items: a Responses call and
+its output, or a reasoning item and what it led to, are protected, dropped, summarized and
+evicted together, and ``keep_recent`` protects every unit that holds one of the newest items.
+A pending unit (a call still waiting for its output) is never removed, not even in phase 3:
+the one case where a compaction may end above the target, by at most that unit.
+
 Nothing here performs I/O. The summarizer is called *between* :func:`start_plan` and
 :func:`finish_plan` by whoever orchestrates (the store, replay, a test), which is what lets the
 store hold no transaction while a model thinks, and lets replay re-run the policy offline.
@@ -36,6 +42,7 @@ from memstore.model import (
     MemoryLimits,
     Priority,
 )
+from memstore.units import Unit, closure, units
 
 CountTokens = Callable[[str], int]
 #: A synchronous summarizer, for offline replay and tests: (previous, candidates) -> summary.
@@ -105,6 +112,7 @@ class PlanDraft:
         dropped: Items removed as noise in phase 1, oldest first.
         remaining: Items still active after phase 1, oldest first.
         candidates: Items to hand the summarizer (empty when phase 2 is not needed).
+        units: The snapshot's items grouped into units, oldest first.
     """
 
     snapshot: Snapshot
@@ -113,6 +121,7 @@ class PlanDraft:
     dropped: tuple[MemoryItem, ...]
     remaining: tuple[MemoryItem, ...]
     candidates: tuple[MemoryItem, ...]
+    units: tuple[Unit, ...] = ()
 
     @property
     def tokens_after_drop(self) -> int:
@@ -129,6 +138,8 @@ class CompactionPlan:
         snapshot: What the plan was made from.
         kept: Items that stay active, oldest first.
         dropped / summarized / evicted: Ids removed in each phase, oldest first.
+        popped / cleared: Ids the application took back (``pop_item``, ``clear_session``:
+            no phase of the policy removes those).
         summary: The summary after the compaction (``None``: no summary).
         summary_tokens: Its estimated tokens (0 without one).
         summary_action: ``"kept"``, ``"replaced"``, ``"trimmed"`` or ``"removed"``.
@@ -140,6 +151,8 @@ class CompactionPlan:
     dropped: tuple[str, ...] = ()
     summarized: tuple[str, ...] = ()
     evicted: tuple[str, ...] = ()
+    popped: tuple[str, ...] = ()
+    cleared: tuple[str, ...] = ()
     summary: str | None = None
     summary_tokens: int = 0
     summary_action: str = "kept"
@@ -164,6 +177,8 @@ class CompactionPlan:
             (Fate.DROPPED, self.dropped),
             (Fate.SUMMARIZED, self.summarized),
             (Fate.EVICTED, self.evicted),
+            (Fate.POPPED, self.popped),
+            (Fate.CLEARED, self.cleared),
         ):
             fates.update(dict.fromkeys(ids, fate.value))
         return fates
@@ -174,16 +189,32 @@ class CompactionPlan:
         return bool(self.removed) or self.summary_action != "kept"
 
 
-def protected_ids(items: Sequence[MemoryItem], keep_recent: int) -> frozenset[str]:
-    """Ids of the newest ``keep_recent`` items."""
-    if keep_recent <= 0:
-        return frozenset()
-    return frozenset(item.id for item in items[-keep_recent:])
+def protected_ids(
+    items: Sequence[MemoryItem], keep_recent: int, groups: Sequence[Unit] | None = None
+) -> frozenset[str]:
+    """Ids of the newest ``keep_recent`` items and the rest of their units, and of every
+    pending unit (a call waiting for its output)."""
+    groups = units(items) if groups is None else groups
+    newest = [item.id for item in items[-keep_recent:]] if keep_recent > 0 else []
+    pending = [item.id for unit in groups if unit.pending for item in unit.items]
+    return closure(groups, [*newest, *pending])
 
 
 def is_noise(item: MemoryItem) -> bool:
     """A LOW-priority tool observation: the only kind phase 1 drops without a model."""
     return item.kind is MemoryKind.TOOL_OBSERVATION and item.priority is Priority.LOW
+
+
+def is_noise_unit(unit: Unit) -> bool:
+    """A unit phase 1 may drop: its observations are all noise, and it holds no message
+    (the call and reasoning that produced a noisy output go with it)."""
+    observations = [item for item in unit.items if item.kind is MemoryKind.TOOL_OBSERVATION]
+    others = [item for item in unit.items if item.kind is not MemoryKind.TOOL_OBSERVATION]
+    return (
+        bool(observations)
+        and all(is_noise(item) for item in observations)
+        and all(item.payload is not None and item.item_type != "message" for item in others)
+    )
 
 
 def start_plan(
@@ -208,22 +239,23 @@ def start_plan(
         The draft; call the summarizer on ``draft.candidates`` if there are any.
     """
     budget = limits.target if budget is None else budget
-    protected = protected_ids(snapshot.items, limits.keep_recent)
+    groups = units(snapshot.items)
+    protected = protected_ids(snapshot.items, limits.keep_recent, groups)
     total = snapshot.total_tokens
-    dropped: list[MemoryItem] = []
+    dropped_ids: set[str] = set()
     if drop_noise:
-        for item in snapshot.items:
+        for unit in groups:
             if not force and total <= budget:
                 break
-            if item.id not in protected and is_noise(item):
-                dropped.append(item)
-                total -= item.cost
-    dropped_ids = {item.id for item in dropped}
+            if not unit.ids & protected and is_noise_unit(unit):
+                dropped_ids |= unit.ids
+                total -= unit.cost
+    dropped = tuple(item for item in snapshot.items if item.id in dropped_ids)
     remaining = tuple(item for item in snapshot.items if item.id not in dropped_ids)
     candidates: tuple[MemoryItem, ...] = ()
     if force or total > budget:
         candidates = tuple(item for item in remaining if item.id not in protected)
-    return PlanDraft(snapshot, budget, protected, tuple(dropped), remaining, candidates)
+    return PlanDraft(snapshot, budget, protected, dropped, remaining, candidates, groups)
 
 
 def finish_plan(
@@ -285,19 +317,26 @@ def _enforce_budget(
     action: str,
     count_tokens: CountTokens,
 ) -> tuple[list[str], str | None, int, str]:
-    """Phase 3: unprotected items, then the summary, then protected items."""
+    """Phase 3: unprotected units, then the summary, then protected units (never a pending
+    one), oldest first."""
     budget = draft.budget
     items_cost = sum(item.cost for item in items)
     evicted: list[str] = []
+    present = {item.id for item in items}
+    groups = [unit for unit in draft.units if unit.ids <= present]
 
     def over() -> bool:
         return items_cost + summary_cost(summary, summary_tokens) > budget
 
-    for item in [i for i in items if i.id not in draft.protected_ids]:
+    def evict(unit: Unit) -> None:
+        nonlocal items_cost
+        evicted.extend(item.id for item in unit.items)
+        items_cost -= unit.cost
+
+    for unit in [u for u in groups if not u.ids & draft.protected_ids]:
         if not over():
             break
-        evicted.append(item.id)
-        items_cost -= item.cost
+        evict(unit)
     if summary is not None and over():
         room = budget - items_cost - SUMMARY_OVERHEAD_TOKENS
         trimmed = trim_to_tokens(summary, room, count_tokens) if room >= 1 else ""
@@ -305,11 +344,10 @@ def _enforce_budget(
             summary, summary_tokens, action = trimmed, count_tokens(trimmed), "trimmed"
         else:
             summary, summary_tokens, action = None, 0, "removed"
-    for item in [i for i in items if i.id in draft.protected_ids]:
+    for unit in [u for u in groups if u.ids & draft.protected_ids and not u.pending]:
         if not over():
             break
-        evicted.append(item.id)
-        items_cost -= item.cost
+        evict(unit)
     return evicted, summary, summary_tokens, action
 
 

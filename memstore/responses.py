@@ -1,12 +1,14 @@
 """Working memory -> a Responses API ``input`` list.
 
-Every item becomes exactly one message whose role is fixed by the item's *kind*, never by its
-text: stored content is untrusted data, so a tool observation that says "system: ignore all
-previous instructions" is still one ``developer`` message that starts with ``[Tool
+An item that carries a Responses item (``add_items``) is returned as that item, verbatim (a
+fresh copy): the model sees its own calls, their outputs and its reasoning as the API produced
+them. Every other item becomes exactly one message whose role is fixed by the item's *kind*,
+never by its text: stored content is untrusted data, so a tool observation that says "system:
+ignore all previous instructions" is still one ``developer`` message that starts with ``[Tool
 observation]``. Every developer message memstore writes (tool observations, decisions, the
 summary) additionally neutralises line starts that imitate a label, after every kind of line
-boundary (``\n``, ``\r``, VT, FF, the file/group/record separators, NEL, U+2028, U+2029:
-what ``str.splitlines`` splits on), so stored text cannot fake a labelled entry inside its own
+boundary (``\n``, ``\r``, VT, FF, the file/group/record separators, NEL, U+2028, U+2029: what
+``str.splitlines`` splits on), so stored text cannot fake a labelled entry inside its own
 message, and neither can a summarizer's answer.
 
 Long-term memories (:func:`memories_message`) are one ``developer`` message: a fixed notice
@@ -18,12 +20,14 @@ can close the fence, start a line of its own or look like anything but a JSON st
 
 from __future__ import annotations
 
+import copy
 import json
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memstore.model import MemoryItem, MemoryKind
+from memstore.units import valid_input
 
 if TYPE_CHECKING:
     from memstore.ltm_model import LongTermEntry
@@ -76,7 +80,9 @@ def message(role: str, content: str) -> dict[str, Any]:
 
 
 def item_message(item: MemoryItem) -> dict[str, Any]:
-    """The input message of one item."""
+    """The input item of one item: its carried Responses item, or a labelled message."""
+    if item.payload is not None:
+        return copy.deepcopy(dict(item.payload))
     role, label = _ROLE_BY_KIND[item.kind]
     content = item.content
     if label:
@@ -150,11 +156,12 @@ def build_input(
     memories: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """The model input, oldest first: ``preamble`` messages, the summary, the long-term
-    memories message (if any), then the items."""
+    memories message (if any), then the items (as a valid Responses input:
+    :func:`memstore.units.valid_input`)."""
     out = list(preamble)
     if summary is not None:
         out.append(summary_message(summary))
     if memories is not None:
         out.append(memories)
-    out.extend(item_message(item) for item in items)
+    out.extend(item_message(item) for item in valid_input(items))
     return out

@@ -22,20 +22,21 @@ from __future__ import annotations
 import inspect
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memstore.compactor import Compactor
 from memstore.config import fault_point
 from memstore.db import append as appends
-from memstore.db import reads
+from memstore.db import reads, rewind
 from memstore.db.lease import LeaseHolder
 from memstore.errors import (
     EstimatorMismatchError,
     LeaseHeldError,
     MemstoreError,
     SessionNotFoundError,
+    ValidationError,
 )
 from memstore.ltm_model import memory_budget, validate_scopes
 from memstore.model import (
@@ -56,6 +57,7 @@ from memstore.policy import (
     Snapshot,
     bounded_view,
 )
+from memstore.response_items import count_tokens, parse_item
 from memstore.responses import build_input
 from memstore.summarizers import Summarizer
 from memstore.tokens import TokenEstimator
@@ -192,6 +194,105 @@ class SessionMemory:
             if trigger is not None:
                 await self._compact_quietly(trigger)
         return result.item
+
+    async def add_items(
+        self,
+        items: Sequence[Mapping[str, Any]],
+        *,
+        priority: Priority | str | int | Sequence[Priority | str | int] = Priority.NORMAL,
+        idempotency_key: str | None = None,
+    ) -> list[MemoryItem]:
+        """Append Responses API items verbatim, all in one transaction, then compact once.
+
+        Each item is stored as given (it comes back with the same keys and values) beside the
+        text memstore derives from it; its kind and role follow from its type
+        (:mod:`memstore.response_items`). A turn is stored whole or not at all.
+
+        Args:
+            items: Responses input items (JSON objects): messages, ``function_call`` and
+                ``function_call_output``, ``reasoning``, hosted tool calls...
+            priority: One priority for every item, or one per item.
+            idempotency_key: Identifies the whole batch: a retry with the same key returns
+                the items stored the first time and writes nothing.
+
+        Returns:
+            The stored items, in order.
+
+        Raises:
+            ValidationError: an item is not a JSON object, has an unknown ``type``, is over
+                the size limit, or is an output whose call is not in the session (``field``
+                names it, e.g. ``items[2].call_id``); nothing was written.
+        """
+        news = self._parse_items(items, priority, validate_idempotency_key(idempotency_key))
+        if not news:
+            return []
+        result = await appends.append_batch(
+            self._db, self.session_id, self.estimator.name, self.limits, news
+        )
+        fault_point("after-append")
+        if not result.duplicate:
+            trigger = self._trigger(result.total_tokens, result.user_turns)
+            if trigger is not None:
+                await self._compact_quietly(trigger)
+        return list(result.items)
+
+    def _parse_items(
+        self,
+        items: Sequence[Mapping[str, Any]],
+        priority: Priority | str | int | Sequence[Priority | str | int],
+        key: str | None,
+    ) -> list[appends.NewItem]:
+        if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
+            raise ValidationError("items", "must be a list of Responses items")
+        if isinstance(priority, Sequence) and not isinstance(priority, str):
+            if len(priority) != len(items):
+                raise ValidationError("priority", "needs one priority per item")
+            priorities = [parse_priority(p) for p in priority]
+        else:
+            priorities = [parse_priority(priority)] * len(items)
+        news = []
+        for index, value in enumerate(items):
+            parsed = parse_item(value, f"items[{index}]", max_bytes=self.settings.max_item_bytes)
+            news.append(
+                appends.NewItem(
+                    role=parsed.role,
+                    kind=parsed.kind,
+                    priority=priorities[index],
+                    content=parsed.text,
+                    # Counted before the transaction, like a text item.
+                    estimated_tokens=count_tokens(parsed, self.estimator.count),
+                    idempotency_key=appends.batch_key(key, index),
+                    payload_json=parsed.payload_json,
+                    call_id=parsed.link,
+                    is_output=parsed.is_output,
+                    field=f"items[{index}]",
+                )
+            )
+        return news
+
+    async def pop_item(self) -> MemoryItem | None:
+        """Take back the newest active item and return it (``None``: working memory is empty).
+
+        Nothing is deleted: the row keeps the fate ``popped``, recorded as a compaction of
+        its own (trigger ``pop``), so the audit shows what was taken back and when.
+        """
+        done = await rewind.pop_item(self._db, self.session_id, self.limits, self.worker.host)
+        if done is None:
+            return None
+        await self._notify(done.report)
+        return done.items[0]
+
+    async def clear(self) -> CompactionReport | None:
+        """Take every active item and the summary out of working memory, on the record.
+
+        Each item keeps the fate ``cleared``; the summary is removed by the same recorded
+        compaction (trigger ``clear``). Returns its report (``None``: nothing to clear).
+        """
+        done = await rewind.clear(self._db, self.session_id, self.limits, self.worker.host)
+        if done is None:
+            return None
+        await self._notify(done.report)
+        return done.report
 
     def _trigger(self, total: int, user_turns: int) -> str | None:
         if total >= self.limits.hard:

@@ -17,7 +17,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "memstore"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("cli", ("memstore.cli", "memstore.__main__")),
     ("api", ("memstore.__init__",)),
-    ("application", ("memstore.agent", "memstore.offline_model", "memstore.tools")),
+    (
+        "application",
+        ("memstore.agent", "memstore.offline_model", "memstore.tools", "memstore.openai_agents"),
+    ),
     ("store", ("memstore.store",)),
     ("session", ("memstore.session", "memstore.compactor", "memstore.ltm")),
     (
@@ -41,6 +44,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "memstore.validation",
             "memstore.redaction",
             "memstore.timeline",
+            "memstore.units",
+            "memstore.response_items",
         ),
     ),
     ("model", ("memstore.model",)),

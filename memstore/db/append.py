@@ -7,7 +7,12 @@ An append, in order:
 2. if the session does not exist yet, create it and repeat step 1;
 3. with an idempotency key, look the key up: an item already stored under it is returned
    instead (nothing is written), or a conflict raised if it differs;
-4. insert the item.
+4. a carried output (``function_call_output`` and kin) must find its call in the session,
+   an earlier item of the same batch included;
+5. insert the item.
+
+A batch (:func:`append_items`: one agent turn) runs these steps for each item in one
+transaction: the turn is stored whole or not at all.
 
 On SQLite the writer thread commits concurrent appends together, each in its own savepoint
 (:mod:`memstore.db.writer`); each caller still hears "stored" only after its COMMIT.
@@ -15,21 +20,24 @@ On SQLite the writer thread commits concurrent appends together, each in its own
 
 from __future__ import annotations
 
+import json
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, insert, select, update
+from sqlalchemy import Connection, bindparam, insert, or_, select, update
 
 from memstore.db.connection import dialect_insert
 from memstore.db.engine import Database
 from memstore.db.reads import ITEM_COLUMNS, row_to_item, session_total, utcnow
 from memstore.db.tables import UTCDateTime, items, sessions
-from memstore.errors import EstimatorMismatchError, IdempotencyConflictError
+from memstore.errors import EstimatorMismatchError, IdempotencyConflictError, ValidationError
 from memstore.model import (
     ITEM_OVERHEAD_TOKENS,
+    Fate,
     MemoryItem,
     MemoryKind,
     MemoryLimits,
@@ -48,16 +56,32 @@ class NewItem:
     content: str
     estimated_tokens: int
     idempotency_key: str | None = None
+    #: A carried Responses item's JSON text (``None``: a text item).
+    payload_json: str | None = None
+    #: Its call/output link; with ``is_output``, the call it must find.
+    call_id: str | None = None
+    is_output: bool = False
+    #: How error messages name it (``items[2]``).
+    field: str = "item"
 
 
 @dataclass(frozen=True)
 class AppendResult:
-    """What an append committed (or found, for a repeated idempotency key)."""
+    """What an append committed (or found, for a repeated idempotency key).
+
+    Attributes:
+        item: The (last) item stored.
+        total_tokens: The session's total after it.
+        user_turns: User turns since the last compaction.
+        duplicate: The idempotency key was used before: nothing was written.
+        items: Every item of the batch (one, for a single append).
+    """
 
     item: MemoryItem
     total_tokens: int
     user_turns: int
     duplicate: bool = False
+    items: tuple[MemoryItem, ...] = ()
 
 
 class Duplicate(Exception):
@@ -103,6 +127,18 @@ BY_KEY = select(*ITEM_COLUMNS).where(
 #: Built once, its values passed at execution: a statement made per append would be
 #: constructed and cache-keyed again on every turn.
 INSERT_ITEM = insert(items)
+#: The call an output answers: one probe of the partial call_id index. A call popped or
+#: cleared away no longer counts (its output would reach the model orphaned).
+CALL_FOR_OUTPUT = (
+    select(items.c.id)
+    .where(
+        items.c.session_id == bindparam("sid"),
+        items.c.call_id == bindparam("call_id"),
+        items.c.kind == MemoryKind.ASSISTANT_MESSAGE.value,
+        or_(items.c.fate.is_(None), items.c.fate.not_in([Fate.POPPED.value, Fate.CLEARED.value])),
+    )
+    .limit(1)
+)
 
 
 def _create_session(
@@ -173,13 +209,19 @@ def append_item(
         found = conn.execute(BY_KEY, {"sid": session_id, "key": new.idempotency_key}).first()
         if found is not None:
             stored = row_to_item(found)
-            if (stored.content, stored.kind, stored.role, stored.priority) != (
-                new.content, new.kind, new.role, new.priority,
+            if (stored.content, stored.kind, stored.role, stored.priority, stored.payload) != (
+                new.content, new.kind, new.role, new.priority, _loads(new.payload_json),
             ):  # fmt: skip
                 raise IdempotencyConflictError(session_id, new.idempotency_key)
             before = row.active_tokens - bump["cost"]  # the rollback undoes our bump
             raise Duplicate(
                 AppendResult(stored, session_total(before, row.summary_tokens), 0, duplicate=True)
+            )
+    if new.is_output:
+        call = conn.execute(CALL_FOR_OUTPUT, {"sid": session_id, "call_id": new.call_id})
+        if call.first() is None:
+            raise ValidationError(
+                f"{new.field}.call_id", f"no call with call_id {new.call_id!r} in this session"
             )
     item = MemoryItem(
         id=str(uuid.uuid4()),
@@ -192,12 +234,61 @@ def append_item(
         timestamp=now,
         estimated_tokens=new.estimated_tokens,
         version=row.version,
+        payload=_loads(new.payload_json),
+        call_id=new.call_id,
     )
-    conn.execute(INSERT_ITEM, _insert_values(item, new.idempotency_key))
-    return AppendResult(item, session_total(row.active_tokens, row.summary_tokens), row.user_turns)
+    conn.execute(INSERT_ITEM, _insert_values(item, new))
+    total = session_total(row.active_tokens, row.summary_tokens)
+    return AppendResult(item, total, row.user_turns, items=(item,))
 
 
-def _insert_values(item: MemoryItem, idempotency_key: str | None) -> dict[str, Any]:
+def _loads(payload_json: str | None) -> Any:
+    return None if payload_json is None else json.loads(payload_json)
+
+
+def batch_key(key: str | None, index: int) -> str | None:
+    """The idempotency key of a batch's item ``index``: the batch's own for the first item,
+    then ``key#2``, ``key#3``, ... (the key identifies the whole batch)."""
+    return key if key is None or index == 0 else f"{key}#{index + 1}"
+
+
+def append_items(
+    conn: Connection,
+    session_id: str,
+    estimator: str,
+    limits: MemoryLimits,
+    news: Sequence[NewItem],
+) -> AppendResult:
+    """Every item of ``news`` in one transaction, in order (a turn: all or nothing).
+
+    Raises:
+        As :func:`append_item`; ``Duplicate`` when the batch's key was used for this very
+        batch (its result holds every item stored then).
+    """
+    stored: list[AppendResult] = []
+    for index, new in enumerate(news):
+        try:
+            stored.append(append_item(conn, session_id, estimator, limits, new))
+        except Duplicate as duplicate:
+            if index:  # only the first item's key decides: the batch was committed whole
+                raise
+            found = [duplicate.result.item]
+            for later in news[1:]:
+                hit = conn.execute(
+                    BY_KEY, {"sid": session_id, "key": later.idempotency_key}
+                ).first()
+                if hit is not None:
+                    found.append(row_to_item(hit))
+            result = duplicate.result
+            raise Duplicate(
+                AppendResult(result.item, result.total_tokens, 0, True, tuple(found))
+            ) from None
+    last = stored[-1]
+    items_ = tuple(result.item for result in stored)
+    return AppendResult(last.item, last.total_tokens, last.user_turns, items=items_)
+
+
+def _insert_values(item: MemoryItem, new: NewItem) -> dict[str, Any]:
     return {
         "id": item.id,
         "session_id": item.session_id,
@@ -209,8 +300,10 @@ def _insert_values(item: MemoryItem, idempotency_key: str | None) -> dict[str, A
         "created_at": item.timestamp,
         "estimated_tokens": item.estimated_tokens,
         "added_version": item.version,
-        "idempotency_key": idempotency_key,
+        "idempotency_key": new.idempotency_key,
         "version": 1,
+        "payload": new.payload_json,
+        "call_id": new.call_id,
     }
 
 
@@ -229,4 +322,21 @@ async def append(
             partial(append_item, session_id=session_id, estimator=estimator, limits=limits, new=new)
         )
     except Duplicate as duplicate:  # raised inside the transaction: it rolled back
+        return duplicate.result
+
+
+async def append_batch(
+    db: Database, session_id: str, estimator: str, limits: MemoryLimits, news: Sequence[NewItem]
+) -> AppendResult:
+    """Append ``news`` durably in one transaction; return them with the session's new total.
+
+    Raises:
+        As :func:`append`, and ValidationError for an output whose call is not in the session.
+    """
+    job = partial(
+        append_items, session_id=session_id, estimator=estimator, limits=limits, news=news
+    )
+    try:
+        return await db.run_write(job)
+    except Duplicate as duplicate:
         return duplicate.result

@@ -15,6 +15,11 @@ The concurrency protocol, in the order a compaction meets it:
    compaction fail; they are included in the totals it returns. Every item update then
    checks ``fate IS NULL`` and the row counts must add up, or everything rolls back. A
    refused commit says why: another compaction committed first, or the lease was taken over.
+
+Removals the application asks for (``pop_item``, ``clear_session``: :mod:`memstore.db.rewind`)
+commit through the same statements, planned inside the write transaction itself; they take
+no lease (nothing runs between their read and their write), so their compare-and-swap checks
+only the compaction count and leaves the lease columns alone.
 """
 
 from __future__ import annotations
@@ -37,6 +42,12 @@ from memstore.policy import CompactionPlan
 # -- the statements (bound parameters only; built once) ------------------------------------
 
 _turns_left = sessions.c.user_turns - bindparam("turns")
+_RETURNED = (
+    sessions.c.version,
+    sessions.c.compaction_count,
+    sessions.c.active_tokens,
+    sessions.c.summary_tokens,
+)
 CAS = (
     update(sessions)
     .where(
@@ -57,12 +68,26 @@ CAS = (
         **CLEARED,
         updated_at=bindparam("now", type_=UTCDateTime),
     )
-    .returning(
-        sessions.c.version,
-        sessions.c.compaction_count,
-        sessions.c.active_tokens,
-        sessions.c.summary_tokens,
+    .returning(*_RETURNED)
+)
+#: The same swap for a plan made inside its own write transaction: no lease to check or clear.
+UNFENCED_CAS = (
+    update(sessions)
+    .where(
+        sessions.c.id == bindparam("sid"),
+        sessions.c.compaction_count == bindparam("expected_count"),
     )
+    .values(
+        version=sessions.c.version + 1,
+        compaction_count=sessions.c.compaction_count + 1,
+        active_items=sessions.c.active_items - bindparam("removed_items"),
+        active_tokens=sessions.c.active_tokens - bindparam("removed_cost"),
+        user_turns=case((_turns_left > 0, _turns_left), else_=0),
+        summary=bindparam("summary"),
+        summary_tokens=bindparam("summary_tokens"),
+        updated_at=bindparam("now", type_=UTCDateTime),
+    )
+    .returning(*_RETURNED)
 )
 WHY_REFUSED = select(
     sessions.c.compaction_count, sessions.c.lease_owner, sessions.c.lease_token
@@ -98,9 +123,12 @@ MARK_CHUNK = 500
 
 @dataclass(frozen=True)
 class CommitContext:
-    """Who commits a plan, under which lease, and what the report should say about it."""
+    """Who commits a plan, under which lease, and what the report should say about it.
 
-    owner: str
+    ``owner`` is ``None`` for a plan made inside its own write transaction (no lease).
+    """
+
+    owner: str | None
     lease_token: int
     trigger: str
     summarizer: str | None
@@ -126,7 +154,7 @@ def commit_plan(conn: Connection, plan: CompactionPlan, ctx: CommitContext) -> C
     finished = utcnow()
     summary_tokens = plan.summary_tokens if plan.summary is not None else None
     row = conn.execute(
-        CAS,
+        CAS if ctx.owner is not None else UNFENCED_CAS,
         {
             "sid": sid,
             "expected_count": snap.compaction_count,

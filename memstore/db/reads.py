@@ -9,6 +9,7 @@ thread, rows turned into values there.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from enum import Enum
@@ -50,6 +51,8 @@ ITEM_COLUMNS = (
     items.c.added_version,
     items.c.fate,
     items.c.removed_by,
+    items.c.payload,
+    items.c.call_id,
 )
 
 
@@ -73,7 +76,7 @@ def _member(enum: type[E], value: Any) -> E:
 def row_to_item(row: Sequence[Any]) -> MemoryItem:
     """A row of ``ITEM_COLUMNS`` (the values in that order) as a :class:`MemoryItem`."""
     (item_id, session_id, seq, role, kind, priority, content, created_at, tokens, version,
-     fate, removed_by) = row  # fmt: skip
+     fate, removed_by, payload, call_id) = row  # fmt: skip
     return MemoryItem(
         id=item_id,
         session_id=session_id,
@@ -87,6 +90,9 @@ def row_to_item(row: Sequence[Any]) -> MemoryItem:
         version=version,
         fate=_member(Fate, fate) if fate else None,
         removed_by=removed_by,
+        # The JSON text as given: json.loads keeps its key order and every value's type.
+        payload=None if payload is None else json.loads(payload),
+        call_id=call_id,
     )
 
 
@@ -157,7 +163,8 @@ def read_items(conn: Connection, session_id: str, *, active_only: bool) -> list[
     return [row_to_item(row) for row in rows]
 
 
-def _snapshot(conn: Connection, session_id: str) -> Snapshot | None:
+def read_snapshot(conn: Connection, session_id: str) -> Snapshot | None:
+    """The session as it stands, within an open transaction (``None``: no such session)."""
     row = fetch_session_row(conn, session_id)
     if row is None:
         return None
@@ -176,7 +183,7 @@ def _snapshot(conn: Connection, session_id: str) -> Snapshot | None:
 
 async def snapshot(db: Database, session_id: str) -> Snapshot | None:
     """A consistent read of the session (``None`` if it does not exist yet)."""
-    return await db.run_read(partial(_snapshot, session_id=session_id))
+    return await db.run_read(partial(read_snapshot, session_id=session_id))
 
 
 def report_from_record(record: Mapping[Any, Any], removed: Mapping[str, str]) -> CompactionReport:

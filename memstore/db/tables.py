@@ -177,6 +177,8 @@ _ACTIVE = text("fate IS NULL")
 _REMOVED = text("removed_by IS NOT NULL")
 #: Keyed items: only they are looked up by key, or can conflict (migration 0005).
 _KEYED = text("idempotency_key IS NOT NULL")
+#: Calls and outputs: an output's call is looked up by call_id (migration 0007).
+_LINKED = text("call_id IS NOT NULL")
 
 items = Table(
     "items",
@@ -201,6 +203,9 @@ items = Table(
     Column("removed_by", Integer, nullable=True),
     Column("removed_version", Integer, nullable=True),
     Column("version", Integer, nullable=False),
+    # A carried Responses item's JSON text, exactly as given (NULL: a text item).
+    Column("payload", Text, nullable=True),
+    Column("call_id", String(200), nullable=True),
     UniqueConstraint("session_id", "seq"),
     ForeignKeyConstraint(
         ["session_id", "removed_by"],
@@ -217,6 +222,7 @@ items = Table(
         unique=True,
         sqlite_where=_KEYED,
     ),
+    Index("ix_items_call_id", "session_id", "call_id", sqlite_where=_LINKED),
 )
 
 

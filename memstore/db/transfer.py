@@ -7,6 +7,7 @@ the original. The format is versioned (``format`` on the first record).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from functools import partial
@@ -19,6 +20,7 @@ from memstore.db.engine import Database
 from memstore.db.tables import UTCDateTime, compactions, items, sessions, summaries
 from memstore.errors import ConflictError, SessionNotFoundError, ValidationError
 from memstore.model import Fate, check_kind_role, parse_kind, parse_priority, parse_role
+from memstore.response_items import parse_item
 from memstore.tokens import RecordedEstimator
 from memstore.validation import validate_idempotency_key, validate_session_id, validate_text
 
@@ -141,6 +143,19 @@ def _check_semantics(kind: str, values: dict[str, Any], where: str) -> None:
         validate_idempotency_key(values.get("idempotency_key"))
         if values.get("fate") not in (None, *(fate.value for fate in Fate)):
             raise ValidationError(f"{where}.fate", f"unknown fate {values.get('fate')!r}")
+        if values.get("payload") is not None:
+            _check_payload(values, where)
+
+
+def _check_payload(values: Mapping[str, Any], where: str) -> None:
+    """A carried item must be one the API would have accepted, its call_id its own."""
+    try:
+        payload = json.loads(values["payload"])
+    except ValueError:
+        raise ValidationError(f"{where}.payload", "is not JSON") from None
+    parsed = parse_item(payload, f"{where}.payload", max_bytes=DEFAULT_MAX_ITEM_BYTES)
+    if parsed.link != values.get("call_id"):
+        raise ValidationError(f"{where}.call_id", "does not match the item's payload")
 
 
 def parse_records(
