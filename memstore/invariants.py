@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from memstore.model import ITEM_OVERHEAD_TOKENS
+from memstore.model import ITEM_OVERHEAD_TOKENS, Fate
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def _check_items(ledger: Ledger, fail: Fail) -> None:
             item["removed_version"] is not None
         ):
             fail("fate", f"item seq {item['seq']} has a partial removal record")
-        if item["fate"] not in (None, "dropped", "summarized", "evicted"):
+        if item["fate"] not in (None, *(fate.value for fate in Fate)):
             fail("fate", f"item seq {item['seq']} has unknown fate {item['fate']!r}")
 
 

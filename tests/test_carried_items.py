@@ -1,0 +1,231 @@
+"""Carried Responses items: stored verbatim, compacted in units, popped and cleared on record."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from memstore import MemoryLimits, MemoryStore, WordEstimator
+from memstore.errors import ValidationError
+from memstore.model import Fate, MemoryItem, MemoryKind, MemoryRole, Priority
+from memstore.policy import Snapshot, plan_compaction
+from memstore.response_items import IMAGE_TOKENS, parse_item
+from memstore.units import units, valid_input
+
+
+def call(call_id: str, name: str = "lookup", arguments: str = '{"order": 4}') -> dict[str, Any]:
+    return {
+        "type": "function_call", "id": f"fc_{call_id}", "call_id": call_id,
+        "name": name, "arguments": arguments, "status": "completed",
+    }  # fmt: skip
+
+
+def output(call_id: str, text: str = "order 4 shipped on Monday") -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": call_id, "output": text}
+
+
+def reasoning(summary: str, blob: str = "gAAAAABencrypted==") -> dict[str, Any]:
+    return {
+        "type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": summary}],
+        "encrypted_content": blob,
+    }  # fmt: skip
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def test_derived_text_kind_and_role_follow_the_type() -> None:
+    cases = [
+        (user("hi there"), MemoryKind.USER_MESSAGE, MemoryRole.USER, "hi there"),
+        (call("c1"), MemoryKind.ASSISTANT_MESSAGE, MemoryRole.ASSISTANT, 'lookup({"order": 4})'),
+        (output("c1"), MemoryKind.TOOL_OBSERVATION, MemoryRole.TOOL, "order 4 shipped on Monday"),
+        (reasoning("check it"), MemoryKind.DECISION, MemoryRole.ASSISTANT, "check it"),
+        ({"role": "system", "content": "be brief"}, MemoryKind.DECISION, MemoryRole.DEVELOPER,
+         "be brief"),
+    ]  # fmt: skip
+    for payload, kind, role, text in cases:
+        parsed = parse_item(payload, "items[0]", max_bytes=10_000)
+        assert (parsed.kind, parsed.role, parsed.text) == (kind, role, text)
+    assert "gAAAA" not in parse_item(reasoning("x"), "i", max_bytes=10_000).text
+
+
+def test_tokens_count_the_whole_item_and_media_by_rule(words: WordEstimator) -> None:
+    blob = "x " * 500
+    parsed = parse_item(reasoning("short", blob), "i", max_bytes=100_000)
+    assert words.count(parsed.counted_json) >= 500  # the encrypted blob is sent: it counts
+    image = {
+        "role": "user",
+        "content": [
+            {"type": "input_text", "text": "what is this"},
+            {"type": "input_image", "image_url": "data:image/png;base64," + "A" * 90_000},
+        ],
+    }
+    parsed = parse_item(image, "i", max_bytes=200_000)
+    assert parsed.media_tokens == IMAGE_TOKENS
+    assert "AAAA" not in parsed.counted_json  # the data is counted by rule, not as text
+    assert parsed.text == "what is this\n[image]"
+
+
+@pytest.mark.parametrize(
+    ("value", "field"),
+    [
+        ("not an object", "items[0]"),
+        ({"type": "telepathy_call"}, "items[0].type"),
+        ({"role": "wizard", "content": "x"}, "items[0].role"),
+        ({"type": "function_call", "name": "f", "arguments": "{}"}, "items[0].call_id"),
+        ({"role": "user", "content": "a\x00b"}, "items[0].content"),
+        (
+            {"role": "user", "content": [{"type": "input_text", "text": "\ud800"}]},
+            "items[0].content[0].text",
+        ),
+        ({"role": "user", "content": "x", "n": float("nan")}, "items[0].n"),
+        ({"role": "user", "content": "x", 1: "int key"}, "items[0]"),
+        ({"role": "user", "content": ("tuple",)}, "items[0].content"),
+        ({"role": "user", "content": "y" * 2_000}, "items[0]"),
+    ],
+)
+def test_bad_items_name_the_field(value: Any, field: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        parse_item(value, "items[0]", max_bytes=1_000)
+    assert caught.value.field == field
+
+
+def _items(payloads: list[dict[str, Any]], tokens: int = 10) -> tuple[MemoryItem, ...]:
+    out = []
+    for seq, payload in enumerate(payloads, 1):
+        parsed = parse_item(payload, "i", max_bytes=10_000)
+        out.append(
+            MemoryItem(
+                id=f"i{seq}",
+                session_id="s",
+                seq=seq,
+                role=parsed.role,
+                kind=parsed.kind,
+                priority=Priority.NORMAL,
+                content=parsed.text,
+                timestamp=None,  # type: ignore[arg-type]
+                estimated_tokens=tokens,
+                version=seq,
+                payload=payload,
+                call_id=parsed.link,
+            )
+        )
+    return tuple(out)
+
+
+def test_units_bind_calls_outputs_and_reasoning() -> None:
+    items = _items([
+        user("where is order 4"), reasoning("look it up"), call("a"), call("b"),
+        output("a"), output("b"), {"role": "assistant", "content": "shipped"}, call("c"),
+    ])  # fmt: skip
+    groups = [(sorted(i.seq for i in u.items), u.pending) for u in units(items)]
+    assert groups == [([1], False), ([2, 3, 4, 5, 6], False), ([7], False), ([8], True)]
+
+
+def test_valid_input_drops_orphans_and_trailing_reasoning() -> None:
+    items = _items([output("gone"), user("hi"), reasoning("thinking")])
+    assert [i.seq for i in valid_input(items)] == [2]
+
+
+def _assert_valid(model_input: list[dict[str, Any]]) -> None:
+    """What the Responses API demands of an input: every output has its call before it;
+    every reasoning item has a follower."""
+    calls: set[str] = set()
+    for index, entry in enumerate(model_input):
+        kind = entry.get("type")
+        if kind == "function_call":
+            calls.add(entry["call_id"])
+        elif kind == "function_call_output":
+            assert entry["call_id"] in calls, f"output without its call at {index}"
+        elif kind == "reasoning":
+            assert index + 1 < len(model_input), "reasoning without a follower"
+
+
+def test_compaction_never_splits_a_unit_and_keeps_pending_calls() -> None:
+    payloads: list[dict[str, Any]] = []
+    for n in range(12):
+        payloads += [user(f"question {n}"), reasoning(f"plan {n}"), call(f"c{n}"), output(f"c{n}")]
+    payloads.append(call("waiting"))
+    items = _items(payloads)
+    snap = Snapshot("s", len(items), 0, items)
+    limits = MemoryLimits(hard=300, target=100, keep_recent=1)
+    plan = plan_compaction(snap, limits, lambda text: len(text.split()), lambda _p, _c: "sum")
+    kept = {i.id for i in plan.kept}
+    for unit in units(items):
+        assert unit.ids <= kept or not unit.ids & kept  # whole units only
+    assert items[-1].id in kept  # the pending call stays
+    from memstore.responses import build_input
+
+    _assert_valid(build_input(plan.kept, plan.summary))
+
+
+async def test_add_items_round_trips_byte_identical_and_atomic(store: MemoryStore) -> None:
+    memory = store.session("turns", estimator=WordEstimator())
+    turn = [user("where is order 4?"), reasoning("look it up"), call("c1"), output("c1")]
+    stored = await memory.add_items(turn)
+    assert [item.payload for item in stored] == turn
+    assert await memory.build_model_input() == turn
+    assert json.dumps(await memory.build_model_input()) == json.dumps(turn)  # key order too
+    before = await memory.items()
+    with pytest.raises(ValidationError) as caught:  # the second item's call is unknown
+        await memory.add_items([user("and order 5?"), output("nobody-called")])
+    assert caught.value.field == "items[1].call_id"
+    assert await memory.items() == before  # nothing of the batch was written
+
+
+async def test_add_items_with_a_key_is_safe_to_retry(store: MemoryStore) -> None:
+    memory = store.session("retry", estimator=WordEstimator())
+    turn = [call("k1"), output("k1")]
+    first = await memory.add_items(turn, idempotency_key="turn-1")
+    again = await memory.add_items(turn, idempotency_key="turn-1")
+    assert [i.id for i in again] == [i.id for i in first]
+    assert len(await memory.items()) == 2
+
+
+async def test_pop_and_clear_keep_their_rows_and_pass_replay(store: MemoryStore) -> None:
+    memory = store.session(
+        "rewind", estimator=WordEstimator(), limits=MemoryLimits(hard=60, target=30, keep_recent=1)
+    )
+    for n in range(6):
+        await memory.add_items([user(f"question number {n} about orders"), call(f"p{n}"),
+                                output(f"p{n}", "shipped yesterday by courier")])  # fmt: skip
+    newest = (await memory.items())[-1]
+    popped = await memory.pop_item()
+    assert popped is not None and popped.payload == newest.payload
+    model_input = await memory.build_model_input()
+    assert newest.payload not in model_input
+    _assert_valid(model_input)  # the call whose output was popped is pending, not orphaned
+    report = await memory.clear()
+    assert report is not None and report.trigger == "clear"
+    assert await memory.items() == [] and await memory.summary() is None
+    fates = {item.fate for item in await memory.forgotten_items()}
+    assert {Fate.POPPED, Fate.CLEARED} <= fates
+    assert await store.check("rewind") == []
+    history = await store.history("rewind")
+    from memstore.replay import verify
+
+    assert verify(history) == []
+    assert await memory.pop_item() is None
+    assert await memory.clear() is None
+
+
+async def test_export_import_keeps_payloads(store: MemoryStore, tmp_path: Any) -> None:
+    memory = store.session("moving", estimator=WordEstimator())
+    turn = [user("hello"), call("m1"), output("m1")]
+    await memory.add_items(turn)
+    records = await store.export_session("moving")
+    async with MemoryStore.open(tmp_path / "other.db") as other:
+        await other.import_session(records)
+        assert await other.session("moving", estimator=WordEstimator()).build_model_input() == turn
+        bad = [dict(r) for r in records]
+        bad[0]["id"] = "moving2"
+        for record in bad[1:]:
+            record["session_id"] = "moving2"
+        item_records = [r for r in bad if r["type"] == "item"]
+        item_records[1]["call_id"] = "someone-else"
+        with pytest.raises(ValidationError) as caught:
+            await other.import_session(bad)
+        assert caught.value.field.endswith(".call_id")
