@@ -16,14 +16,16 @@ long-term scope.
    model that calls one anyway ends the turn with :class:`~memstore.errors.ToolLoopError`.
 4. The reply is appended (``ASSISTANT_MESSAGE``) and returned.
 
-**What working memory records of tools.** Each executed call becomes one item,
-``name(arguments) -> output`` (clipped to :data:`MAX_RECORD_CHARS`), appended once the turn's
+**What working memory records.** The turn's items as the API produced them: the model's
+reasoning items (requested with ``include=["reasoning.encrypted_content"]``, so they can be
+passed back with ``store: false``), its ``function_call`` items and the
+``function_call_output`` of each, and the reply message, appended in one transaction
+(:meth:`SessionMemory.add_items <memstore.session.SessionMemory.add_items>`) once the turn's
 model calls are over, so the model never sees a call twice in one request (in flight and
-stored). It is recorded even when the turn then fails: the call happened, and memory must not
-pretend otherwise. The tool decides the item's kind and priority: a call that *changes*
-something (``remember``, patching a file) is a ``DECISION`` the agent made; one that only
-*reads* is a ``TOOL_OBSERVATION``, ``LOW`` when it can simply be repeated (``recall``, reading
-a file), so phase 1 drops it as noise before anything else.
+stored). On the next turn the model sees its own calls, not a description of them. They are
+recorded even when the turn then fails: the calls happened, and memory must not pretend
+otherwise. The tool decides the priority of its outputs: ``LOW`` for a call that can simply
+be repeated (``recall``, reading a file), so phase 1 drops it, with its call, as noise.
 
 A model failure (HTTP error, timeout, malformed or empty reply) raises
 :class:`~memstore.errors.ModelCallError`; the user's message stays recorded. A tool's failure
@@ -35,7 +37,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +55,7 @@ from memstore.model import (
     MemoryRole,
     Priority,
 )
+from memstore.response_items import KNOWN_TYPES
 from memstore.responses_client import add_usage, create_response, one_line, output_text, usage_of
 from memstore.session import SessionMemory
 from memstore.summarizers import Summarizer
@@ -225,46 +228,45 @@ class Agent:
         """
         await self.memory.add(MemoryRole.USER, text, kind=MemoryKind.USER_MESSAGE)
         executed: list[ToolCall] = []
+        turn = _Turn()
         try:
-            reply, usage, requests = await self._loop(executed)
+            reply, usage, requests = await self._loop(executed, turn)
         finally:
-            await self._record(executed)
-        await self.memory.add(MemoryRole.ASSISTANT, reply, kind=MemoryKind.ASSISTANT_MESSAGE)
+            if turn.items:
+                await self.memory.add_items(
+                    turn.items, priority=turn.priorities, decisions=turn.decisions
+                )
         return TurnResult(reply, tuple(executed), usage, requests)
 
-    async def _loop(self, executed: list[ToolCall]) -> tuple[str, dict[str, int] | None, int]:
-        in_flight: list[dict[str, Any]] = []
+    async def _loop(
+        self, executed: list[ToolCall], turn: _Turn
+    ) -> tuple[str, dict[str, int] | None, int]:
         usage: dict[str, int] | None = None
         for round_number in range(self.max_tool_rounds + 1):
             last = round_number == self.max_tool_rounds
-            response = await self._request(in_flight, allow_tools=not last)
+            response = await self._request(turn.items, allow_tools=not last)
             usage = add_usage(usage, usage_of(response))
             calls = [out for out in response.output if out.type == "function_call"]
             if not calls:
                 reply = output_text(response)
                 if not reply:
                     raise ModelCallError("the model returned an empty reply")
+                turn.extend_with(response.output)
                 return reply, usage, round_number + 1
             if last:
                 raise ToolLoopError(self.max_tool_rounds)
-            said = output_text(response)
-            if said:  # text beside the calls ("Let me look"): keep it in this turn's context
-                in_flight.append({"role": "assistant", "content": said})
+            # The response's own items (reasoning, text beside the calls, the calls), then
+            # each call's output: the next request sees the turn as the API produced it.
+            turn.extend_with(response.output)
             for call in calls:
                 name, arguments, call_id = _call_fields(call)
                 result = await self._execute(name, arguments)
                 executed.append(result)
-                in_flight.append(
-                    {
-                        "type": "function_call",
-                        "call_id": call_id,
-                        "name": name,
-                        "arguments": arguments,
-                    }
-                )
-                in_flight.append(
-                    {"type": "function_call_output", "call_id": call_id, "output": result.output}
-                )
+                tool = self.tools.get(name)
+                priority = tool.priority if tool is not None and result.ok else Priority.LOW
+                changed = tool is not None and result.ok and tool.record_as is MemoryKind.DECISION
+                answer = {"type": "function_call_output", "call_id": call_id}
+                turn.add(_storable({**answer, "output": result.output}), priority, changed)
                 await _maybe_await(self.on_tool_call, result)
         raise AssertionError("unreachable: the last round returns or raises")  # pragma: no cover
 
@@ -273,8 +275,10 @@ class Agent:
             "model": self.model,
             "instructions": self.instructions,
             "input": await self.memory.build_model_input() + in_flight,
-            # memstore is the memory: the server need not keep a copy of the conversation.
+            # memstore is the memory: the server need not keep a copy of the conversation,
+            # and reasoning comes back encrypted so that it can be passed back next time.
             "store": False,
+            "include": ["reasoning.encrypted_content"],
         }
         if self.tools:
             request["tools"] = [tool.definition() for tool in self.tools.values()]
@@ -313,13 +317,29 @@ class Agent:
             )
         return ToolCall(name, arguments, output)
 
-    async def _record(self, executed: Sequence[ToolCall]) -> None:
-        for call in executed:
-            tool = self.tools.get(call.name)
-            kind = tool.record_as if tool is not None else MemoryKind.TOOL_OBSERVATION
-            role = MemoryRole.ASSISTANT if kind is MemoryKind.DECISION else MemoryRole.TOOL
-            priority = tool.priority if tool is not None and call.ok else Priority.LOW
-            await self.memory.add(role, _storable(call.record()), kind=kind, priority=priority)
+
+class _Turn:
+    """The items of one turn, in order, with the priority each is stored at."""
+
+    def __init__(self) -> None:
+        self.items: list[dict[str, Any]] = []
+        self.priorities: list[Priority] = []
+        self.decisions: list[int] = []  # outputs of calls that changed something
+
+    def add(
+        self, item: dict[str, Any], priority: Priority = Priority.NORMAL, decision: bool = False
+    ) -> None:
+        if decision:
+            self.decisions.append(len(self.items))
+        self.items.append(item)
+        self.priorities.append(priority)
+
+    def extend_with(self, output: Iterable[Any]) -> None:
+        """A response's output items, as the server sent them (kinds memstore carries)."""
+        for out in output:
+            item = out.to_dict(mode="json") if hasattr(out, "to_dict") else dict(out)
+            if item.get("type") in KNOWN_TYPES:
+                self.add(_storable(item))
 
 
 def memory_tools_for(memory: SessionMemory, scope: str) -> list[Tool]:
@@ -336,9 +356,11 @@ def _call_fields(call: Any) -> tuple[str, str, str]:
     return name, arguments if isinstance(arguments, str) else "{}", call_id
 
 
-def _storable(text: str) -> str:
-    # Tool output is arbitrary; working memory refuses NUL and lone surrogates.
-    return text.replace("\x00", "\\0").encode("utf-8", "replace").decode("utf-8")
+def _storable(item: dict[str, Any]) -> dict[str, Any]:
+    # What a server sends is arbitrary; working memory refuses NUL and lone surrogates.
+    text = json.dumps(item, ensure_ascii=False).replace("\\u0000", "\\\\0")
+    cleaned: dict[str, Any] = json.loads(text.encode("utf-8", "replace").decode("utf-8"))
+    return cleaned
 
 
 async def _maybe_await(callback: Callable[[Any], Any] | None, value: Any) -> None:

@@ -20,12 +20,14 @@ reasoning                 DECISION (assistant)                 its readable summ
 a hosted tool call        ASSISTANT_MESSAGE (assistant)        ``[type]`` and its fields
 ========================  ===================================  ============================
 
-**Tokens** are never fewer than what the model is sent of the item: the estimator counts the
-whole stored JSON (the encrypted reasoning included, which the model is sent back), except
-inline media, which is counted by rule instead: an image :data:`IMAGE_TOKENS` (``detail:
-"low"``: :data:`LOW_DETAIL_IMAGE_TOKENS`), a file or audio clip one token per
-:data:`MEDIA_CHARS_PER_TOKEN` characters of its base64 data, a file given by id or URL
-:data:`FILE_REFERENCE_TOKENS`.
+**Tokens** are never fewer than what the model is sent of the item. The model reads an item's
+content, not its JSON keys (its framing is the 4 tokens every item costs), so the estimator
+counts the derived text (a call's name and arguments, an output's text, a message's text),
+and the rest by rule: encrypted reasoning one token per :data:`MEDIA_CHARS_PER_TOKEN`
+characters of the blob (it is base64 of the reasoning text, about 5 characters a token), an
+image :data:`IMAGE_TOKENS` (``detail: "low"``: :data:`LOW_DETAIL_IMAGE_TOKENS`), a file or
+audio clip one token per :data:`MEDIA_CHARS_PER_TOKEN` characters of its base64 data, a
+file given by id or URL :data:`FILE_REFERENCE_TOKENS`.
 
 Nothing here does I/O; :mod:`memstore.units` decides which items belong together.
 """
@@ -89,8 +91,8 @@ _MESSAGE_ROLES: Mapping[str, tuple[MemoryKind, MemoryRole]] = {
 IMAGE_TOKENS = 1_536
 #: An image at ``detail: "low"``: a fixed 85 tokens on the tiled models; kept at their rate.
 LOW_DETAIL_IMAGE_TOKENS = 85
-#: Inline file or audio data: base64 is 4 characters per 3 bytes, and text runs about 4 bytes
-#: a token, so 3 characters a token over-counts text content rather than under-counting it.
+#: Inline file or audio data, and encrypted reasoning: base64 is 4 characters per 3 bytes, and
+#: text runs about 4 bytes a token, so 3 characters a token over-counts rather than under.
 MEDIA_CHARS_PER_TOKEN = 3
 #: A file sent by id or URL: memstore cannot see it, so it counts a full page of context.
 FILE_REFERENCE_TOKENS = 4_096
@@ -111,8 +113,7 @@ class ParsedItem:
         payload_json: The JSON text stored; what comes back is ``json.loads`` of it.
         item_type: ``message``, ``function_call``, ...
         link: The id pairing a call with its output (``call_id`` and kin), if any.
-        media_tokens: Tokens counted for its inline media, by rule.
-        counted_json: The JSON the estimator counts (inline media left out).
+        media_tokens: Tokens counted by rule: inline media and encrypted reasoning.
     """
 
     kind: MemoryKind
@@ -123,7 +124,6 @@ class ParsedItem:
     item_type: str
     link: str | None
     media_tokens: int
-    counted_json: str
 
     @property
     def is_call(self) -> bool:
@@ -188,8 +188,7 @@ def parse_item(value: object, field: str, *, max_bytes: int) -> ParsedItem:
         payload_json=payload_json,
         item_type=kind_name,
         link=link,
-        media_tokens=media,
-        counted_json=payload_json if not media else _without_media(value),
+        media_tokens=media + _encrypted_tokens(value),
     )
 
 
@@ -312,18 +311,12 @@ def _media_tokens(value: Any) -> int:
     return tokens
 
 
-def _without_media(value: Any) -> str:
-    def strip(node: Any) -> Any:
-        if isinstance(node, list):
-            return [strip(element) for element in node]
-        if isinstance(node, dict):
-            return {k: ("" if k in _MEDIA_FIELDS else strip(v)) for k, v in node.items()}
-        return node
-
-    return json.dumps(strip(value), ensure_ascii=False, separators=(",", ":"))
+def _encrypted_tokens(payload: Mapping[str, Any]) -> int:
+    blob = payload.get("encrypted_content")
+    return math.ceil(len(blob) / MEDIA_CHARS_PER_TOKEN) if isinstance(blob, str) else 0
 
 
 def count_tokens(parsed: ParsedItem, count: Callable[[str], int]) -> int:
-    """The item's estimated tokens: ``count`` (the session's estimator) over its JSON, plus
-    its media by rule (module docstring)."""
-    return count(parsed.counted_json) + parsed.media_tokens
+    """The item's estimated tokens: ``count`` (the session's estimator) over its derived
+    text, plus what is counted by rule (module docstring)."""
+    return count(parsed.text) + parsed.media_tokens

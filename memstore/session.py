@@ -201,6 +201,7 @@ class SessionMemory:
         *,
         priority: Priority | str | int | Sequence[Priority | str | int] = Priority.NORMAL,
         idempotency_key: str | None = None,
+        decisions: Iterable[int] = (),
     ) -> list[MemoryItem]:
         """Append Responses API items verbatim, all in one transaction, then compact once.
 
@@ -214,6 +215,9 @@ class SessionMemory:
             priority: One priority for every item, or one per item.
             idempotency_key: Identifies the whole batch: a retry with the same key returns
                 the items stored the first time and writes nothing.
+            decisions: Indexes of call outputs to record as ``DECISION`` (a call that
+                changed something: summaries keep decisions first) instead of
+                ``TOOL_OBSERVATION``.
 
         Returns:
             The stored items, in order.
@@ -223,7 +227,8 @@ class SessionMemory:
                 the size limit, or is an output whose call is not in the session (``field``
                 names it, e.g. ``items[2].call_id``); nothing was written.
         """
-        news = self._parse_items(items, priority, validate_idempotency_key(idempotency_key))
+        key = validate_idempotency_key(idempotency_key)
+        news = self._parse_items(items, priority, key, frozenset(decisions))
         if not news:
             return []
         result = await appends.append_batch(
@@ -241,6 +246,7 @@ class SessionMemory:
         items: Sequence[Mapping[str, Any]],
         priority: Priority | str | int | Sequence[Priority | str | int],
         key: str | None,
+        decisions: frozenset[int],
     ) -> list[appends.NewItem]:
         if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
             raise ValidationError("items", "must be a list of Responses items")
@@ -253,10 +259,15 @@ class SessionMemory:
         news = []
         for index, value in enumerate(items):
             parsed = parse_item(value, f"items[{index}]", max_bytes=self.settings.max_item_bytes)
+            kind, role = parsed.kind, parsed.role
+            if index in decisions:
+                if not parsed.is_output:
+                    raise ValidationError("decisions", f"items[{index}] is not a call's output")
+                kind, role = MemoryKind.DECISION, MemoryRole.ASSISTANT
             news.append(
                 appends.NewItem(
-                    role=parsed.role,
-                    kind=parsed.kind,
+                    role=role,
+                    kind=kind,
                     priority=priorities[index],
                     content=parsed.text,
                     # Counted before the transaction, like a text item.

@@ -2,9 +2,10 @@
 ``remember`` / ``recall`` over long-term memory.
 
 A :class:`Tool` is what the model is told (name, description, JSON schema of the arguments)
-and the coroutine that runs it, plus how its calls are recorded in working memory: a tool
-that *changes* something records ``DECISION`` items, one that only *reads* records
-``TOOL_OBSERVATION`` items at its priority (``LOW`` when the call can simply be repeated).
+and the coroutine that runs it, plus how its calls are recorded in working memory (the call
+and its output are stored as the Responses items they are): the output of a tool that
+*changes* something is a ``DECISION``, that of one that only *reads* a ``TOOL_OBSERVATION``,
+at the tool's priority (``LOW`` when the call can simply be repeated).
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ from memstore.model import MemoryKind, Priority, parse_kind, parse_priority
 if TYPE_CHECKING:
     from memstore.ltm import LongTermMemory
 
-#: What working memory keeps of one tool call: the gist, not the whole file or log.
-MAX_RECORD_CHARS = 2_000
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _JSON_TYPES: Mapping[str, tuple[type, ...]] = {
     "string": (str,),
@@ -46,7 +45,8 @@ class Tool:
         description: What it does, for the model.
         parameters: JSON schema of the arguments (an ``object`` schema).
         handler: ``async def handler(**arguments) -> str | JSON value``.
-        record_as: ``TOOL_OBSERVATION`` (it reads) or ``DECISION`` (it changes something).
+        record_as: ``TOOL_OBSERVATION`` (it reads) or ``DECISION`` (it changes something):
+            the kind its outputs are stored as, which summaries keep first.
         priority: Priority of its record in working memory.
     """
 
@@ -98,12 +98,6 @@ class ToolCall:
     arguments: Mapping[str, Any]
     output: str
     ok: bool = True
-
-    def record(self) -> str:
-        """The working-memory text: ``name(arguments) -> output``, clipped."""
-        args = json.dumps(dict(self.arguments), ensure_ascii=False, separators=(", ", ": "))
-        text = f"{self.name}({args[1:-1]}) -> {self.output}"
-        return text if len(text) <= MAX_RECORD_CHARS else text[: MAX_RECORD_CHARS - 1] + "…"
 
 
 def memory_tools(ltm: LongTermMemory, scope: str) -> list[Tool]:

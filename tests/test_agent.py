@@ -32,7 +32,7 @@ from memstore.offline_model import (
     text_reply,
     tool_call_reply,
 )
-from memstore.responses import DECISION_LABEL, MEMORIES_OPEN, TOOL_LABEL
+from memstore.responses import MEMORIES_OPEN
 from memstore.summarizers import ExtractiveSummarizer
 
 SCOPE = "user:alice"
@@ -103,11 +103,12 @@ async def test_the_second_turn_carries_the_first(store: MemoryStore) -> None:
     await agent.run_turn("What did I ask?")
     second = standin.bodies[1]
     assert second["instructions"] == "Be terse."
-    assert second["input"] == [
-        {"role": "user", "content": "Investigate checkout latency."},
-        {"role": "assistant", "content": "Noted."},
-        {"role": "user", "content": "What did I ask?"},
-    ]
+    user, reply, question = second["input"]
+    assert user == {"role": "user", "content": "Investigate checkout latency."}
+    # The reply comes back as the output item the server sent, verbatim.
+    assert reply["type"] == "message" and reply["role"] == "assistant"
+    assert reply["content"][0]["text"] == "Noted." and reply["id"].startswith("msg_")
+    assert question == {"role": "user", "content": "What did I ask?"}
 
 
 async def test_remember_runs_and_its_result_goes_back(store: MemoryStore) -> None:
@@ -142,21 +143,23 @@ async def test_remember_runs_and_its_result_goes_back(store: MemoryStore) -> Non
     assert '"key":"test_framework","value":"pytest"' in memories
 
     items = await agent.memory.items()
-    assert [(i.kind, i.role.value) for i in items] == [
-        (MemoryKind.USER_MESSAGE, "user"),
-        (MemoryKind.DECISION, "assistant"),
-        (MemoryKind.ASSISTANT_MESSAGE, "assistant"),
+    assert [(i.item_type, i.kind, i.role.value) for i in items] == [
+        (None, MemoryKind.USER_MESSAGE, "user"),
+        ("function_call", MemoryKind.ASSISTANT_MESSAGE, "assistant"),
+        # remember changed something: its output is a decision, which summaries keep first.
+        ("function_call_output", MemoryKind.DECISION, "assistant"),
+        ("message", MemoryKind.ASSISTANT_MESSAGE, "assistant"),
     ]
-    assert items[1].content == (
-        'remember("key": "test_framework", "value": "pytest") '
-        f"-> saved 'test_framework' in {SCOPE} (version 1)"
-    )
-    # The next turn shows the recorded call as a labelled decision, not a second call.
+    assert items[1].content == call_item["name"] + "(" + call_item["arguments"] + ")"
+    assert items[2].payload == output_item
+    # The next turn shows the model its own call and output, as the API produced them.
     standin.queue(say("ok"))
     await agent.run_turn("Thanks.")
     third = standin.bodies[-1]
-    assert roles(third) == ["developer", "user", "developer", "assistant", "user"]
-    assert third["input"][2]["content"].startswith(DECISION_LABEL + "remember(")
+    assert roles(third) == [
+        "developer", "user", "function_call", "function_call_output", "assistant", "user",
+    ]  # fmt: skip
+    assert third["input"][2] == call_item and third["input"][3] == output_item
 
 
 async def test_recall_and_parallel_calls_run_in_order(store: MemoryStore) -> None:
@@ -172,10 +175,10 @@ async def test_recall_and_parallel_calls_run_in_order(store: MemoryStore) -> Non
     assert json.loads(outputs[0]) == {"key": "editor", "value": "vim", "version": 1}
     assert outputs[1] == f"nothing saved under 'shell' in {SCOPE}"
     second = standin.bodies[1]
-    assert roles(second)[-4:] == [
+    assert roles(second)[-4:] == [  # parallel calls, then their outputs, as the API sends
+        "function_call",
         "function_call",
         "function_call_output",
-        "function_call",
         "function_call_output",
     ]
     sent = [i["output"] for i in second["input"] if i.get("type") == "function_call_output"]
@@ -184,7 +187,8 @@ async def test_recall_and_parallel_calls_run_in_order(store: MemoryStore) -> Non
     assert [r.priority for r in records] == [Priority.LOW, Priority.LOW]
     standin.queue(say("ok"))
     await agent.run_turn("ok")
-    assert standin.bodies[-1]["input"][2]["content"].startswith(TOOL_LABEL + "recall(")
+    later = standin.bodies[-1]["input"]
+    assert [i["name"] for i in later if i.get("type") == "function_call"] == ["recall", "recall"]
 
 
 async def test_injected_tools_errors_go_back_to_the_model(store: MemoryStore) -> None:
@@ -271,8 +275,9 @@ async def test_a_looping_model_is_stopped(store: MemoryStore) -> None:
     assert len(standin.bodies) == 3
     assert [b.get("tool_choice") for b in standin.bodies] == [None, None, "none"]
     kinds = [i.kind for i in await agent.memory.items()]
-    # The user's message and the two executed calls are recorded; no reply.
-    assert kinds == [MemoryKind.USER_MESSAGE] + [MemoryKind.TOOL_OBSERVATION] * 2
+    # The user's message and the two executed calls (with their outputs); no reply.
+    call_and_output = [MemoryKind.ASSISTANT_MESSAGE, MemoryKind.TOOL_OBSERVATION]
+    assert kinds == [MemoryKind.USER_MESSAGE, *call_and_output, *call_and_output]
 
 
 @pytest.mark.parametrize(
@@ -322,7 +327,11 @@ async def test_compactions_reach_the_observer_and_input_stays_bounded(
     assert reports and [r.compaction_count for r in reports] == list(range(1, len(reports) + 1))
     count = WordEstimator().count
     for body in standin.bodies:
-        assert sum(count(i["content"]) + 4 for i in body["input"]) <= limits.hard + 12
+        compact = {"ensure_ascii": False, "separators": (",", ":")}
+        tokens = [
+            count(json.dumps(i, **compact) if "type" in i else i["content"]) for i in body["input"]
+        ]
+        assert sum(t + 4 for t in tokens) <= limits.hard + 12
     summary = await agent.memory.summary()
     assert summary is not None and "never deploy service-0 on Fridays" in summary
 
@@ -386,3 +395,30 @@ def test_check_arguments() -> None:
     assert check_arguments(schema, {"n": 1, "x": 2.5, "other": 1}) is None
     assert check_arguments(schema, {"n": True}) == "argument 'n' must be of type integer"
     assert check_arguments(schema, {"x": 1}) == "missing argument(s): n"
+
+
+async def test_reasoning_items_go_back_verbatim_with_store_false(store: MemoryStore) -> None:
+    reasoning = {
+        "type": "reasoning",
+        "id": "rs_1",
+        "summary": [{"type": "summary_text", "text": "The user wants the recall key."}],
+        "encrypted_content": "gAAAAB-opaque==",
+    }
+
+    def think_then_call(request: dict[str, Any]) -> Reply:
+        reply = tool_call_reply(request, ("recall", {"key": "editor"}))
+        reply.body["output"].insert(0, reasoning)
+        return reply
+
+    standin = StandInModel()
+    standin.queue(think_then_call, say("You use vim."), say("ok"))
+    agent = await make_agent(store, standin)
+    await agent.run_turn("Which editor?")
+    await agent.run_turn("Thanks.")
+    first, second, third = standin.bodies
+    assert first["store"] is False and first["include"] == ["reasoning.encrypted_content"]
+    assert second["input"][-3]["type"] == "reasoning"  # in flight, before its call
+    carried = [i for i in third["input"] if i.get("type") == "reasoning"]
+    assert carried == [reasoning]  # stored and sent back byte for byte, blob included
+    stored = next(i for i in await agent.memory.items() if i.item_type == "reasoning")
+    assert stored.content == "The user wants the recall key."  # what summaries read

@@ -11,7 +11,14 @@ from memstore import MemoryLimits, MemoryStore, WordEstimator
 from memstore.errors import ValidationError
 from memstore.model import Fate, MemoryItem, MemoryKind, MemoryRole, Priority
 from memstore.policy import Snapshot, plan_compaction
-from memstore.response_items import IMAGE_TOKENS, parse_item
+from memstore.response_items import (
+    FILE_REFERENCE_TOKENS,
+    IMAGE_TOKENS,
+    LOW_DETAIL_IMAGE_TOKENS,
+    MEDIA_CHARS_PER_TOKEN,
+    count_tokens,
+    parse_item,
+)
 from memstore.units import units, valid_input
 
 
@@ -52,10 +59,11 @@ def test_derived_text_kind_and_role_follow_the_type() -> None:
     assert "gAAAA" not in parse_item(reasoning("x"), "i", max_bytes=10_000).text
 
 
-def test_tokens_count_the_whole_item_and_media_by_rule(words: WordEstimator) -> None:
-    blob = "x " * 500
-    parsed = parse_item(reasoning("short", blob), "i", max_bytes=100_000)
-    assert words.count(parsed.counted_json) >= 500  # the encrypted blob is sent: it counts
+def test_tokens_count_the_content_and_the_rest_by_rule(words: WordEstimator) -> None:
+    blob = "A" * 3_000
+    parsed = parse_item(reasoning("short plan", blob), "i", max_bytes=100_000)
+    # The encrypted blob is sent back to the model: it counts, by rule (base64 characters).
+    assert count_tokens(parsed, words.count) == 2 + 3_000 // MEDIA_CHARS_PER_TOKEN
     image = {
         "role": "user",
         "content": [
@@ -65,8 +73,12 @@ def test_tokens_count_the_whole_item_and_media_by_rule(words: WordEstimator) -> 
     }
     parsed = parse_item(image, "i", max_bytes=200_000)
     assert parsed.media_tokens == IMAGE_TOKENS
-    assert "AAAA" not in parsed.counted_json  # the data is counted by rule, not as text
     assert parsed.text == "what is this\n[image]"
+    assert count_tokens(parsed, words.count) == 4 + IMAGE_TOKENS  # the data is not text
+    low = {"type": "input_image", "image_url": "https://example.invalid/x.png", "detail": "low"}
+    by_file = {"type": "input_file", "file_id": "file-1"}
+    parsed = parse_item({"role": "user", "content": [low, by_file]}, "i", max_bytes=10_000)
+    assert parsed.media_tokens == LOW_DETAIL_IMAGE_TOKENS + FILE_REFERENCE_TOKENS
 
 
 @pytest.mark.parametrize(

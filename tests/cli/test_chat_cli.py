@@ -70,11 +70,10 @@ def test_piped_turns_one_per_line(db_path: Path, standin: StandInModel, base_url
     first, second = standin.bodies
     assert first["model"] == "gpt-from-env"
     assert first["input"] == [{"role": "user", "content": "Hello there."}]
-    assert second["input"] == [
-        {"role": "user", "content": "Hello there."},
-        {"role": "assistant", "content": "echo: Hello there."},
-        {"role": "user", "content": "What did I say?"},
-    ]
+    user, reply, question = second["input"]
+    assert user == {"role": "user", "content": "Hello there."}
+    assert reply["role"] == "assistant" and reply["content"][0]["text"] == "echo: Hello there."
+    assert question == {"role": "user", "content": "What did I say?"}
     assert [t["name"] for t in first["tools"]] == ["remember", "recall"]
     assert all(r.authorization == "Bearer sk-test" for r in standin.requests)
 
