@@ -241,3 +241,23 @@ async def test_export_import_keeps_payloads(store: MemoryStore, tmp_path: Any) -
         with pytest.raises(ValidationError) as caught:
             await other.import_session(bad)
         assert caught.value.field.endswith(".call_id")
+
+
+async def test_the_cli_shows_replays_and_checks_carried_items(tmp_path: Any) -> None:
+    from conftest import memstore_cli
+
+    db = tmp_path / "cli.db"
+    async with MemoryStore.open(db) as store:
+        memory = store.session("c1", estimator=WordEstimator())
+        await memory.add_items([user("where is order 4?"), reasoning("look it up"), call("c1"),
+                                output("c1")])  # fmt: skip
+        await memory.pop_item()
+    shown = memstore_cli(db, "show", "c1", "--all")
+    assert shown.returncode == 0, shown.stderr
+    assert "DECISION (reasoning)" in shown.stdout and "function_call c1" in shown.stdout
+    assert "popped" in shown.stdout and "gAAAA" not in shown.stdout  # never the blob
+    replayed = memstore_cli(db, "replay", "c1")
+    assert "popped 1" in replayed.stdout and "replay verified" in replayed.stdout
+    assert memstore_cli(db, "check").returncode == 0
+    sent = json.loads(memstore_cli(db, "input", "c1").stdout)
+    assert sent == [user("where is order 4?"), reasoning("look it up"), call("c1")]

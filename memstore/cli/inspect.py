@@ -37,11 +37,20 @@ def items_table(title: str, items: list[MemoryItem], *, full: bool, fates: bool)
         table.add_column("compaction", justify="right")
     table.add_column("content", overflow="fold")
     for item in items:
-        row = [str(item.seq), item.kind.value, item.priority.name, str(item.estimated_tokens)]
+        row = [str(item.seq), kind_label(item), item.priority.name, str(item.estimated_tokens)]
         if fates:
             row += [item.fate.value if item.fate else "", f"#{item.removed_by}"]
         table.add_row(*row, cell(item.content, full))
     return table
+
+
+def kind_label(item: MemoryItem) -> str:
+    """The kind, and for a carried Responses item what it is: ``TOOL_OBSERVATION
+    (function_call_output call_4)``."""
+    if item.item_type is None:
+        return item.kind.value
+    what = item.item_type if item.item_type != "message" else f"{item.role.value} message"
+    return f"{item.kind.value} ({what}{' ' + item.call_id if item.call_id else ''})"
 
 
 def totals_line(info: SessionInfo) -> str:

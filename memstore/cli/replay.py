@@ -64,9 +64,15 @@ def _print_history(events: list[ReplayEvent]) -> None:
         else:
             r = event.report
             assert r is not None
+            taken_back = [f for f in r.removed.values() if f in ("popped", "cleared")]
+            counts = (
+                f"{taken_back[0]} {len(taken_back)}"  # pop_item / clear: the app's own removal
+                if taken_back
+                else f"dropped {r.items_dropped}, summarized {r.items_summarized}, "
+                f"evicted {r.items_evicted}"
+            )
             detail = Text(
-                f"compaction #{r.compaction_count} ({r.trigger}): dropped {r.items_dropped}, "
-                f"summarized {r.items_summarized}, evicted {r.items_evicted}, "
+                f"compaction #{r.compaction_count} ({r.trigger}): {counts}, "
                 f"summary {r.summary_action}"
             )
         table.add_row(str(event.version), event.kind, detail, str(event.tokens), str(event.items))
