@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from memstore.carried import new_items
 from memstore.compactor import Compactor
 from memstore.config import fault_point
 from memstore.db import append as appends
@@ -36,7 +37,6 @@ from memstore.errors import (
     LeaseHeldError,
     MemstoreError,
     SessionNotFoundError,
-    ValidationError,
 )
 from memstore.ltm_model import memory_budget, validate_scopes
 from memstore.model import (
@@ -57,7 +57,6 @@ from memstore.policy import (
     Snapshot,
     bounded_view,
 )
-from memstore.response_items import count_tokens, parse_item
 from memstore.responses import build_input
 from memstore.summarizers import Summarizer
 from memstore.tokens import TokenEstimator
@@ -228,7 +227,14 @@ class SessionMemory:
                 names it, e.g. ``items[2].call_id``); nothing was written.
         """
         key = validate_idempotency_key(idempotency_key)
-        news = self._parse_items(items, priority, key, frozenset(decisions))
+        news = new_items(
+            items,
+            priority,
+            key,
+            frozenset(decisions),
+            max_bytes=self.settings.max_item_bytes,
+            count=self.estimator.count,
+        )
         if not news:
             return []
         result = await appends.append_batch(
@@ -240,46 +246,6 @@ class SessionMemory:
             if trigger is not None:
                 await self._compact_quietly(trigger)
         return list(result.items)
-
-    def _parse_items(
-        self,
-        items: Sequence[Mapping[str, Any]],
-        priority: Priority | str | int | Sequence[Priority | str | int],
-        key: str | None,
-        decisions: frozenset[int],
-    ) -> list[appends.NewItem]:
-        if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
-            raise ValidationError("items", "must be a list of Responses items")
-        if isinstance(priority, Sequence) and not isinstance(priority, str):
-            if len(priority) != len(items):
-                raise ValidationError("priority", "needs one priority per item")
-            priorities = [parse_priority(p) for p in priority]
-        else:
-            priorities = [parse_priority(priority)] * len(items)
-        news = []
-        for index, value in enumerate(items):
-            parsed = parse_item(value, f"items[{index}]", max_bytes=self.settings.max_item_bytes)
-            kind, role = parsed.kind, parsed.role
-            if index in decisions:
-                if not parsed.is_output:
-                    raise ValidationError("decisions", f"items[{index}] is not a call's output")
-                kind, role = MemoryKind.DECISION, MemoryRole.ASSISTANT
-            news.append(
-                appends.NewItem(
-                    role=role,
-                    kind=kind,
-                    priority=priorities[index],
-                    content=parsed.text,
-                    # Counted before the transaction, like a text item.
-                    estimated_tokens=count_tokens(parsed, self.estimator.count),
-                    idempotency_key=appends.batch_key(key, index),
-                    payload_json=parsed.payload_json,
-                    call_id=parsed.link,
-                    is_output=parsed.is_output,
-                    field=f"items[{index}]",
-                )
-            )
-        return news
 
     async def pop_item(self) -> MemoryItem | None:
         """Take back the newest active item and return it (``None``: working memory is empty).

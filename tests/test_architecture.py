@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         ("memstore.agent", "memstore.offline_model", "memstore.tools", "memstore.openai_agents"),
     ),
     ("store", ("memstore.store",)),
-    ("session", ("memstore.session", "memstore.compactor", "memstore.ltm")),
+    ("session", ("memstore.session", "memstore.compactor", "memstore.ltm", "memstore.carried")),
     (
         "edges",
         (

@@ -174,7 +174,8 @@ def test_compaction_never_splits_a_unit_and_keeps_pending_calls() -> None:
     _assert_valid(build_input(plan.kept, plan.summary))
 
 
-async def test_add_items_round_trips_byte_identical_and_atomic(store: MemoryStore) -> None:
+async def test_add_items_round_trips_byte_identical_and_atomic(any_store: MemoryStore) -> None:
+    store = any_store
     memory = store.session("turns", estimator=WordEstimator())
     turn = [user("where is order 4?"), reasoning("look it up"), call("c1"), output("c1")]
     stored = await memory.add_items(turn)
@@ -188,7 +189,8 @@ async def test_add_items_round_trips_byte_identical_and_atomic(store: MemoryStor
     assert await memory.items() == before  # nothing of the batch was written
 
 
-async def test_add_items_with_a_key_is_safe_to_retry(store: MemoryStore) -> None:
+async def test_add_items_with_a_key_is_safe_to_retry(any_store: MemoryStore) -> None:
+    store = any_store
     memory = store.session("retry", estimator=WordEstimator())
     turn = [call("k1"), output("k1")]
     first = await memory.add_items(turn, idempotency_key="turn-1")
@@ -197,7 +199,8 @@ async def test_add_items_with_a_key_is_safe_to_retry(store: MemoryStore) -> None
     assert len(await memory.items()) == 2
 
 
-async def test_pop_and_clear_keep_their_rows_and_pass_replay(store: MemoryStore) -> None:
+async def test_pop_and_clear_keep_their_rows_and_pass_replay(any_store: MemoryStore) -> None:
+    store = any_store
     memory = store.session(
         "rewind", estimator=WordEstimator(), limits=MemoryLimits(hard=60, target=30, keep_recent=1)
     )
@@ -261,3 +264,20 @@ async def test_the_cli_shows_replays_and_checks_carried_items(tmp_path: Any) -> 
     assert memstore_cli(db, "check").returncode == 0
     sent = json.loads(memstore_cli(db, "input", "c1").stdout)
     assert sent == [user("where is order 4?"), reasoning("look it up"), call("c1")]
+
+
+async def test_add_items_refuses_bad_batches_before_writing(store: MemoryStore) -> None:
+    memory = store.session("bad", estimator=WordEstimator())
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"items": {"role": "user", "content": "x"}}, "items"),
+        ({"items": [user("a"), user("b")], "priority": ["LOW"]}, "priority"),
+        ({"items": [user("a")], "decisions": [0]}, "decisions"),
+        ({"items": [user("a")], "priority": "URGENT"}, "priority"),
+        ({"items": [user("a")], "idempotency_key": ""}, "idempotency_key"),
+    ]
+    for arguments, field in cases:
+        with pytest.raises(ValidationError) as caught:
+            await memory.add_items(**arguments)
+        assert caught.value.field == field
+    assert await memory.snapshot() is None  # nothing was written, not even the session
+    assert await memory.add_items([]) == []
