@@ -264,3 +264,26 @@ async def test_many_compactions_stay_bounded_through_the_client(store: MemorySto
     assert len(reports) >= 10
     assert all(r.summary_error is None and r.usage for r in reports)
     assert len(standin.requests) == len(reports)
+
+
+async def test_encrypted_reasoning_never_reaches_the_summary_model(store: MemoryStore) -> None:
+    standin = StandInModel(extractive_brain())
+    client = standin.client()
+    memory = store.session(
+        "thinking",
+        estimator=WordEstimator(),
+        limits=MemoryLimits(hard=120, target=60, keep_recent=1),
+        summarizer=OpenAISummarizer(client, "gpt-4o-mini"),
+    )
+    for n in range(6):
+        await memory.add_items([
+            {"role": "user", "content": f"check deployment {n} of the payment service"},
+            {"type": "reasoning", "id": f"rs_{n}", "encrypted_content": f"gAAAA-secret-{n}",
+             "summary": [{"type": "summary_text", "text": f"deployment {n} needs a rollback"}]},
+            {"role": "assistant", "content": f"deployment {n} rolled back"},
+        ])  # fmt: skip
+    assert await memory.reports()
+    sent = json.dumps(standin.bodies)
+    assert "needs a rollback" in sent  # the derived text is what it summarizes
+    assert "gAAAA-secret" not in sent
+    await client.close()
