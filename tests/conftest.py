@@ -279,3 +279,18 @@ async def write_lock_held(url: str) -> AsyncIterator[None]:
         finally:
             conn.execute("ROLLBACK")
             conn.close()
+
+
+def assert_valid_responses_input(model_input: Any) -> None:
+    """What the Responses API demands of an input: every output has its call before it, and
+    every reasoning item a follower."""
+    assert isinstance(model_input, list)
+    calls: set[str] = set()
+    for index, entry in enumerate(model_input):
+        kind = entry.get("type")
+        if kind == "function_call":
+            calls.add(entry["call_id"])
+        elif kind == "function_call_output":
+            assert entry["call_id"] in calls, f"output without its call at {index}"
+        elif kind == "reasoning":
+            assert index + 1 < len(model_input), "reasoning without a follower"

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from conftest import assert_valid_responses_input
 
 from memstore import MemoryLimits, MemoryStore, WordEstimator
 from memstore.errors import ValidationError
@@ -142,20 +143,6 @@ def test_valid_input_drops_orphans_and_trailing_reasoning() -> None:
     assert [i.seq for i in valid_input(items)] == [2]
 
 
-def _assert_valid(model_input: list[dict[str, Any]]) -> None:
-    """What the Responses API demands of an input: every output has its call before it;
-    every reasoning item has a follower."""
-    calls: set[str] = set()
-    for index, entry in enumerate(model_input):
-        kind = entry.get("type")
-        if kind == "function_call":
-            calls.add(entry["call_id"])
-        elif kind == "function_call_output":
-            assert entry["call_id"] in calls, f"output without its call at {index}"
-        elif kind == "reasoning":
-            assert index + 1 < len(model_input), "reasoning without a follower"
-
-
 def test_compaction_never_splits_a_unit_and_keeps_pending_calls() -> None:
     payloads: list[dict[str, Any]] = []
     for n in range(12):
@@ -171,7 +158,7 @@ def test_compaction_never_splits_a_unit_and_keeps_pending_calls() -> None:
     assert items[-1].id in kept  # the pending call stays
     from memstore.responses import build_input
 
-    _assert_valid(build_input(plan.kept, plan.summary))
+    assert_valid_responses_input(build_input(plan.kept, plan.summary))
 
 
 async def test_add_items_round_trips_byte_identical_and_atomic(any_store: MemoryStore) -> None:
@@ -212,7 +199,9 @@ async def test_pop_and_clear_keep_their_rows_and_pass_replay(any_store: MemorySt
     assert popped is not None and popped.payload == newest.payload
     model_input = await memory.build_model_input()
     assert newest.payload not in model_input
-    _assert_valid(model_input)  # the call whose output was popped is pending, not orphaned
+    assert_valid_responses_input(
+        model_input
+    )  # the call whose output was popped is pending, not orphaned
     report = await memory.clear()
     assert report is not None and report.trigger == "clear"
     assert await memory.items() == [] and await memory.summary() is None

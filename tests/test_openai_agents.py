@@ -13,6 +13,7 @@ import pytest
 from agents import Agent, Runner, SessionSettings, function_tool
 from agents.memory import Session
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+from conftest import assert_valid_responses_input
 from openai.types.responses import ResponseReasoningItem
 from openai.types.responses.response_reasoning_item import Summary
 
@@ -36,20 +37,6 @@ def reasoning_item(text: str, n: int) -> ResponseReasoningItem:
         summary=[Summary(type="summary_text", text=text)],
         encrypted_content=f"gAAAAB-secret-{n}==",
     )
-
-
-def assert_valid_input(model_input: Any) -> None:
-    """What the Responses API demands: outputs follow their calls; reasoning has a follower."""
-    assert isinstance(model_input, list)
-    calls: set[str] = set()
-    for index, entry in enumerate(model_input):
-        kind = entry.get("type")
-        if kind == "function_call":
-            calls.add(entry["call_id"])
-        elif kind == "function_call_output":
-            assert entry["call_id"] in calls, f"output without its call at {index}"
-        elif kind == "reasoning":
-            assert index + 1 < len(model_input), "reasoning without a follower"
 
 
 def session_on(store: MemoryStore, session_id: str = "chat-1", **options: Any) -> MemstoreSession:
@@ -78,7 +65,7 @@ async def test_satisfies_the_protocol_and_carries_tool_turns(store: MemoryStore)
     second = await Runner.run(agent, "What did I ask?", session=session)
     assert second.final_output == "You asked about order 4."
     sent = model.calls[-1].input
-    assert_valid_input(sent)
+    assert_valid_responses_input(sent)
     types = [entry.get("type", "message") for entry in sent]
     assert types == ["message", "reasoning", "function_call", "function_call_output",
                      "message", "message"]  # fmt: skip
@@ -179,7 +166,7 @@ async def test_a_long_tool_run_compacts_and_every_request_is_valid(store: Memory
     for turn in range(turns):
         await Runner.run(agent, f"Where are orders {turn} and {turn + 100}?", session=session)
     for call in model.calls:
-        assert_valid_input(call.input)
+        assert_valid_responses_input(call.input)
     reports = await store.session("chat-1", estimator=WordEstimator()).reports()
     assert len(reports) >= 5
     assert await store.check("chat-1") == []
@@ -205,6 +192,6 @@ def test_two_processes_share_one_session(tmp_path: Path) -> None:
                     follower = items[index + 1]
                     assert follower.call_id == item.call_id
             session = MemstoreSession(store.session("shared", estimator=WordEstimator()))
-            assert_valid_input(await session.get_items())
+            assert_valid_responses_input(await session.get_items())
 
     asyncio.run(audit())

@@ -48,46 +48,35 @@ _RETURNED = (
     sessions.c.active_tokens,
     sessions.c.summary_tokens,
 )
+#: What every committed compaction changes in the session row.
+_SWAPPED = {
+    "version": sessions.c.version + 1,
+    "compaction_count": sessions.c.compaction_count + 1,
+    "active_items": sessions.c.active_items - bindparam("removed_items"),
+    "active_tokens": sessions.c.active_tokens - bindparam("removed_cost"),
+    # User turns that arrived after the snapshot still count toward summarize_every.
+    "user_turns": case((_turns_left > 0, _turns_left), else_=0),
+    "summary": bindparam("summary"),
+    "summary_tokens": bindparam("summary_tokens"),
+    "updated_at": bindparam("now", type_=UTCDateTime),
+}
+_UNCHANGED_SINCE_SNAPSHOT = (
+    sessions.c.id == bindparam("sid"),
+    sessions.c.compaction_count == bindparam("expected_count"),
+)
 CAS = (
     update(sessions)
     .where(
-        sessions.c.id == bindparam("sid"),
-        sessions.c.compaction_count == bindparam("expected_count"),
+        *_UNCHANGED_SINCE_SNAPSHOT,
         sessions.c.lease_owner == bindparam("owner"),
         sessions.c.lease_token == bindparam("token"),
     )
-    .values(
-        version=sessions.c.version + 1,
-        compaction_count=sessions.c.compaction_count + 1,
-        active_items=sessions.c.active_items - bindparam("removed_items"),
-        active_tokens=sessions.c.active_tokens - bindparam("removed_cost"),
-        # User turns that arrived after the snapshot still count toward summarize_every.
-        user_turns=case((_turns_left > 0, _turns_left), else_=0),
-        summary=bindparam("summary"),
-        summary_tokens=bindparam("summary_tokens"),
-        **CLEARED,
-        updated_at=bindparam("now", type_=UTCDateTime),
-    )
+    .values(**_SWAPPED, **CLEARED)
     .returning(*_RETURNED)
 )
 #: The same swap for a plan made inside its own write transaction: no lease to check or clear.
 UNFENCED_CAS = (
-    update(sessions)
-    .where(
-        sessions.c.id == bindparam("sid"),
-        sessions.c.compaction_count == bindparam("expected_count"),
-    )
-    .values(
-        version=sessions.c.version + 1,
-        compaction_count=sessions.c.compaction_count + 1,
-        active_items=sessions.c.active_items - bindparam("removed_items"),
-        active_tokens=sessions.c.active_tokens - bindparam("removed_cost"),
-        user_turns=case((_turns_left > 0, _turns_left), else_=0),
-        summary=bindparam("summary"),
-        summary_tokens=bindparam("summary_tokens"),
-        updated_at=bindparam("now", type_=UTCDateTime),
-    )
-    .returning(*_RETURNED)
+    update(sessions).where(*_UNCHANGED_SINCE_SNAPSHOT).values(**_SWAPPED).returning(*_RETURNED)
 )
 WHY_REFUSED = select(
     sessions.c.compaction_count, sessions.c.lease_owner, sessions.c.lease_token
