@@ -279,3 +279,23 @@ async def write_lock_held(url: str) -> AsyncIterator[None]:
         finally:
             conn.execute("ROLLBACK")
             conn.close()
+
+
+@asynccontextmanager
+async def mcp_client(store: MemoryStore, **options: Any) -> AsyncIterator[Any]:
+    """An MCP client connected in process (the SDK's memory streams, JSON-RPC framed) to
+    memstore's MCP server over ``store``; new sessions count words. ``options``: the
+    server's (``scope``, ``read_only``)."""
+    from mcp import Client
+
+    from memstore.mcp.server import McpServer
+
+    server = McpServer(store, estimator=WordEstimator(), **options)
+    async with Client(server.server, mode="legacy") as client:
+        yield client
+
+
+def tool_text(result: Any) -> str:
+    """The text of an MCP tool result (memstore's tools answer with one text block)."""
+    (block,) = result.content
+    return str(block.text)

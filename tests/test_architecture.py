@@ -17,7 +17,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "memstore"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("cli", ("memstore.cli", "memstore.__main__")),
     ("api", ("memstore.__init__",)),
-    ("application", ("memstore.agent", "memstore.offline_model", "memstore.tools")),
+    (
+        "application",
+        ("memstore.agent", "memstore.mcp", "memstore.offline_model", "memstore.tools"),
+    ),
     ("store", ("memstore.store",)),
     ("session", ("memstore.session", "memstore.compactor", "memstore.ltm")),
     (
@@ -47,7 +50,14 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("memstore.config", "memstore.errors", "memstore.version", "memstore.processes")),
 ]
 #: Third-party packages only the edges may import: the pure core stays testable alone.
-EDGE_ONLY = {"sqlalchemy": "memstore.db", "alembic": "memstore.db", "click": "memstore.cli"}
+EDGE_ONLY = {
+    "sqlalchemy": "memstore.db",
+    "alembic": "memstore.db",
+    "click": "memstore.cli",
+    "mcp": "memstore.mcp",
+    "uvicorn": "memstore.mcp",
+    "starlette": "memstore.mcp",
+}
 
 
 def module_name(path: Path) -> str:
