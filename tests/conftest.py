@@ -238,15 +238,19 @@ def row_counts(path: Path) -> dict[str, int]:
         }
 
 
+def memstore_command() -> list[str]:
+    """How to run ``memstore``: the installed executable (``python -m memstore`` without it)."""
+    installed = Path(sys.executable).with_name("memstore")
+    return [str(installed)] if installed.exists() else [sys.executable, "-m", "memstore"]
+
+
 def memstore_cli(
     db: Path | str, *args: str, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     """``memstore --db DB ARGS...`` run as a user runs it: the installed executable, a
     process of its own, its output piped."""
-    installed = Path(sys.executable).with_name("memstore")
-    command = [str(installed)] if installed.exists() else [sys.executable, "-m", "memstore"]
     return subprocess.run(
-        [*command, "--db", str(db), *args],
+        [*memstore_command(), "--db", str(db), *args],
         capture_output=True,
         text=True,
         timeout=120,
