@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from memstore import MemoryKind, MemoryLimits, MemoryStore, Priority, WordEstimator
-from memstore.model import DEFAULT_KIND, MemoryItem
+from memstore.model import DEFAULT_KIND, LIMIT_VARIABLES, MemoryItem
 
 #: Fixtures that live beside their helpers: the bad-input modules' (``template``, ``memory``)
 #: and the loop-commit modules' (``commits``, ``warm``).
@@ -283,6 +283,13 @@ async def write_lock_held(url: str) -> AsyncIterator[None]:
         finally:
             conn.execute("ROLLBACK")
             conn.close()
+
+
+def new_session_limits(monkeypatch: pytest.MonkeyPatch, limits: MemoryLimits) -> None:
+    """Sessions created without limits (by the CLI, by an MCP server) get ``limits``: the
+    ``MEMORY_*`` variables they read, set for this test and the processes it starts."""
+    for field, variable in LIMIT_VARIABLES.items():
+        monkeypatch.setenv(variable, str(getattr(limits, field)))
 
 
 @asynccontextmanager

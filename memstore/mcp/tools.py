@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import Any
 
 from memstore.errors import SessionNotFoundError, ValidationError
-from memstore.ltm import MAX_RENDERED_ENTRIES
 from memstore.ltm_model import DEFAULT_SCOPE, validate_scope
 from memstore.mcp.render import as_json, counted, memories_view, reports_view, session_view
 from memstore.model import CompactionReport, MemoryKind, MemoryRole, Priority
@@ -36,6 +35,9 @@ EXPECTED_VERSION = {
     "description": "Compare-and-set: write only if the entry is at this version (0: only if "
     "it does not exist yet). Omit to write unconditionally.",
 }
+#: Entries one listing shows: the model reads every line of the answer, so a scope of
+#: thousands is cut here and the answer says how many more there are.
+MAX_LISTED_ENTRIES = 200
 #: Tools that only add: every other writing tool may replace or delete what is there.
 ADDITIVE_TOOLS = frozenset({"append_to_session"})
 
@@ -142,7 +144,7 @@ class McpTools:
         """``store.ltm.list``: live entries by scope then key, as a fenced memories block."""
         where = self.pinned if scope is None else self.confined(scope)
         entries = await self.store.ltm.list(scope=where, prefix=prefix)
-        shown = entries[:MAX_RENDERED_ENTRIES]
+        shown = entries[:MAX_LISTED_ENTRIES]
         return memories_view(shown, more=len(entries) - len(shown))
 
     # -- working memory ------------------------------------------------------------------

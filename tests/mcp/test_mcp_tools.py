@@ -10,9 +10,9 @@ import json
 from typing import Any
 
 import pytest
-from conftest import mcp_client, table_counts, tool_text
+from conftest import mcp_client, new_session_limits, table_counts, tool_text
 
-from memstore import MemoryStore
+from memstore import MemoryLimits, MemoryStore
 from memstore.responses import MEMORIES_CLOSE, TOOL_LABEL, memories_message
 
 WRITING = {"remember", "forget", "append_to_session"}
@@ -98,9 +98,7 @@ async def test_session_tools_append_show_input_and_reports(
     any_store: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Sessions the server creates take their limits from the environment, as in the API.
-    monkeypatch.setenv("MEMORY_HARD_LIMIT", "40")
-    monkeypatch.setenv("MEMORY_TARGET_LIMIT", "25")
-    monkeypatch.setenv("MEMORY_KEEP_RECENT", "1")
+    new_session_limits(monkeypatch, MemoryLimits(hard=40, target=25, keep_recent=1))
     said = []
     async with mcp_client(any_store) as client:
         for n in range(6):

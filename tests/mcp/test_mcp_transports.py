@@ -15,12 +15,12 @@ from typing import Any
 
 import httpx2
 import pytest
-from conftest import memstore_cli, memstore_command, tool_text
+from conftest import memstore_cli, memstore_command, new_session_limits, tool_text
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from memstore import MemoryStore
+from memstore import MemoryLimits, MemoryStore
 
 TOKEN = "s3cret-token-0123456789abcdef"
 #: Long enough for a loaded machine to start a Python process and print one line.
@@ -62,9 +62,7 @@ async def test_two_servers_share_one_session_and_keep_its_ledger(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two server processes append to one session at once, compacting it as they go."""
-    monkeypatch.setenv("MEMORY_HARD_LIMIT", "80")
-    monkeypatch.setenv("MEMORY_TARGET_LIMIT", "50")
-    monkeypatch.setenv("MEMORY_KEEP_RECENT", "2")
+    new_session_limits(monkeypatch, MemoryLimits(hard=80, target=50, keep_recent=2))
 
     async def append_all(client: Any, worker: int) -> None:
         for n in range(15):
