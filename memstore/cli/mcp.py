@@ -24,15 +24,6 @@ if TYPE_CHECKING:
 INSTALL_HINT = "memstore mcp needs the MCP SDK: pip install 'memstore[mcp]'"
 
 
-def _require_sdk() -> None:
-    try:
-        import memstore.mcp.server  # noqa: F401  (the SDK comes with it)
-    except ImportError as error:
-        if (error.name or "").partition(".")[0] != "mcp":
-            raise
-        raise click.ClickException(INSTALL_HINT) from None
-
-
 @click.command("mcp")
 @click.option(
     "--http",
@@ -64,8 +55,12 @@ def mcp_serve(
         validate_scope(scope)
     if address is None and token_env is not None:
         raise click.UsageError("--token-env goes with --http (a stdio server has no token)")
-    _require_sdk()
-    from memstore.mcp.server import McpServer, new_session_estimator, serve_stdio
+    try:
+        from memstore.mcp.server import McpServer, new_session_estimator, serve_stdio
+    except ImportError as error:
+        if (error.name or "").partition(".")[0] != "mcp":  # a broken install: let it show
+            raise
+        raise click.ClickException(INSTALL_HINT) from None
 
     sock: socket.socket | None = None
     token: str | None = None

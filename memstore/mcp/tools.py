@@ -3,7 +3,7 @@
 Each is a :class:`memstore.tools.Tool` (a name, a description, the JSON schema of its
 arguments, a coroutine): the tools that write (``remember``, ``forget``,
 ``append_to_session``) record as ``DECISION`` and a read-only server refuses them. Arguments
-are named as the API names them, so an error memstore raises (``key: must not be empty``)
+are named as the API names them, so an error memstore raises (``role: unknown role 'robot'``)
 names the argument the model sent. Every write's answer is made from what the write returned:
 a write that committed is never reported as failed by a read after it.
 

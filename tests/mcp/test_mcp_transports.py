@@ -27,7 +27,7 @@ TOKEN = "s3cret-token-0123456789abcdef"
 START_TIMEOUT_S = 60
 
 
-def stdio_server(db: Path, *args: str, errlog: Any) -> Any:
+def stdio_server(db: Path | str, *args: str, errlog: Any) -> Any:
     """The SDK's stdio transport, launching ``memstore --db DB mcp ARGS``."""
     command, *before = memstore_command()
     params = StdioServerParameters(
@@ -59,7 +59,7 @@ async def test_over_stdio_a_client_launches_the_server_and_writes(db_path: Path)
 
 
 async def test_two_servers_share_one_session_and_keep_its_ledger(
-    db_path: Path, monkeypatch: pytest.MonkeyPatch
+    backend_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two server processes append to one session at once, compacting it as they go."""
     new_session_limits(monkeypatch, MemoryLimits(hard=80, target=50, keep_recent=2))
@@ -75,11 +75,11 @@ async def test_two_servers_share_one_session_and_keep_its_ledger(
     with tempfile.TemporaryFile("w+") as errlog:
         async with AsyncExitStack() as stack:
             clients = [
-                await stack.enter_async_context(Client(stdio_server(db_path, errlog=errlog)))
+                await stack.enter_async_context(Client(stdio_server(backend_url, errlog=errlog)))
                 for _ in range(2)
             ]
             await asyncio.gather(*(append_all(c, n) for n, c in enumerate(clients)))
-    async with MemoryStore.open(db_path) as store:
+    async with MemoryStore.open(backend_url) as store:
         info = await store.session_info("shared")
         assert await store.check("shared") == []
     assert info.items_total == 30 and info.compaction_count >= 2
