@@ -83,7 +83,7 @@ def mcp_serve(
         )
 
     async def serve(store: MemoryStore) -> None:
-        estimator = None if read_only else await new_session_estimator()
+        estimator = await new_session_estimator()
         server = McpServer(store, scope=scope, read_only=read_only, estimator=estimator)
         if sock is None:
             await serve_stdio(server)

@@ -173,8 +173,9 @@ class McpServer:
 
 
 async def new_session_estimator() -> TiktokenEstimator:
-    """The estimator for sessions the server creates, loaded off the event loop (reading its
-    vocabulary is disk I/O; later loads of it are cached)."""
+    """The estimator for sessions the server creates, loaded off the event loop: reading its
+    vocabulary is disk I/O, and once loaded it is cached for every session counted with it
+    (a read-only server counts too, to fit long-term memories into the model input)."""
     return await asyncio.to_thread(TiktokenEstimator)
 
 
