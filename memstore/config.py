@@ -39,6 +39,13 @@ DEFAULT_DB = "memstore.db"
 #: small, cheap and good with function tools.
 DEFAULT_MODEL = "gpt-4o-mini"
 
+#: Where ``memstore mcp --http`` finds its bearer token unless ``--token-env`` names another
+#: variable (an environment variable, never an option: options show up in ``ps``).
+MCP_TOKEN_VARIABLE = "MEMSTORE_MCP_TOKEN"
+#: Shortest token accepted: guessing 16 random characters over the network is hopeless, a
+#: word or a PIN is not (``openssl rand -hex 32`` makes a good one).
+MIN_MCP_TOKEN_CHARS = 16
+
 _SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
 
 
@@ -224,6 +231,34 @@ class ModelSettings:
             base_url=(env.get("OPENAI_BASE_URL") or "").strip() or None,
             model=chosen,
         )
+
+
+def mcp_token(variable: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
+    """The bearer token ``memstore mcp --http`` requires, or ``None`` when none is configured.
+
+    Args:
+        variable: The environment variable to read (``--token-env``); it must then be set.
+            ``None``: :data:`MCP_TOKEN_VARIABLE`, which may be unset (no token).
+        env: The environment (``os.environ`` by default).
+
+    Raises:
+        ConfigurationError: naming the variable: named but unset, or a token shorter than
+            :data:`MIN_MCP_TOKEN_CHARS` or not printable ASCII (it travels in an HTTP header).
+    """
+    env = os.environ if env is None else env
+    name = variable or MCP_TOKEN_VARIABLE
+    token = (env.get(name) or "").strip()
+    if not token:
+        if variable is None:
+            return None
+        raise ConfigurationError(name, "is not set; export the bearer token clients must send")
+    if len(token) < MIN_MCP_TOKEN_CHARS or not (token.isascii() and token.isprintable()):
+        raise ConfigurationError(
+            name,
+            f"must be at least {MIN_MCP_TOKEN_CHARS} printable ASCII characters "
+            "(e.g. the output of `openssl rand -hex 32`)",
+        )
+    return token
 
 
 def default_database(env: Mapping[str, str] | None = None) -> str:

@@ -233,6 +233,10 @@ class LongTermMemory:
         )
         return [LongTermEntry(**record) for record in records]
 
+    async def scopes(self) -> builtins.list[tuple[str, int]]:
+        """Each scope that holds live entries, with how many it holds, ordered by scope."""
+        return await ltm_db.live_scopes(self._db, self.clock())
+
     async def history(
         self, key: str, *, scope: str = DEFAULT_SCOPE
     ) -> builtins.list[LongTermChange]:

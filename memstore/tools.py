@@ -72,6 +72,12 @@ class Tool:
         object.__setattr__(self, "record_as", kind)
         object.__setattr__(self, "priority", parse_priority(self.priority))
 
+    @property
+    def changes_state(self) -> bool:
+        """Whether the tool writes (it records ``DECISION`` items): a read-only server
+        refuses it."""
+        return self.record_as is MemoryKind.DECISION
+
     def definition(self) -> dict[str, Any]:
         """The Responses API function-tool definition."""
         return {

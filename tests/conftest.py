@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from memstore import MemoryKind, MemoryLimits, MemoryStore, Priority, WordEstimator
-from memstore.model import DEFAULT_KIND, MemoryItem
+from memstore.model import DEFAULT_KIND, LIMIT_VARIABLES, MemoryItem
 
 #: Fixtures that live beside their helpers: the bad-input modules' (``template``, ``memory``)
 #: and the loop-commit modules' (``commits``, ``warm``).
@@ -238,15 +238,19 @@ def row_counts(path: Path) -> dict[str, int]:
         }
 
 
+def memstore_command() -> list[str]:
+    """How to run ``memstore``: the installed executable (``python -m memstore`` without it)."""
+    installed = Path(sys.executable).with_name("memstore")
+    return [str(installed)] if installed.exists() else [sys.executable, "-m", "memstore"]
+
+
 def memstore_cli(
     db: Path | str, *args: str, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     """``memstore --db DB ARGS...`` run as a user runs it: the installed executable, a
     process of its own, its output piped."""
-    installed = Path(sys.executable).with_name("memstore")
-    command = [str(installed)] if installed.exists() else [sys.executable, "-m", "memstore"]
     return subprocess.run(
-        [*command, "--db", str(db), *args],
+        [*memstore_command(), "--db", str(db), *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -294,3 +298,30 @@ def assert_valid_responses_input(model_input: Any) -> None:
             assert entry["call_id"] in calls, f"output without its call at {index}"
         elif kind == "reasoning":
             assert index + 1 < len(model_input), "reasoning without a follower"
+
+
+def new_session_limits(monkeypatch: pytest.MonkeyPatch, limits: MemoryLimits) -> None:
+    """Sessions created without limits (by the CLI, by an MCP server) get ``limits``: the
+    ``MEMORY_*`` variables they read, set for this test and the processes it starts."""
+    for field, variable in LIMIT_VARIABLES.items():
+        monkeypatch.setenv(variable, str(getattr(limits, field)))
+
+
+@asynccontextmanager
+async def mcp_client(store: MemoryStore, **options: Any) -> AsyncIterator[Any]:
+    """An MCP client connected in process (the SDK's memory streams, JSON-RPC framed) to
+    memstore's MCP server over ``store``; new sessions count words. ``options``: the
+    server's (``scope``, ``read_only``)."""
+    from mcp import Client
+
+    from memstore.mcp.server import McpServer
+
+    server = McpServer(store, estimator=WordEstimator(), **options)
+    async with Client(server.server, mode="legacy") as client:
+        yield client
+
+
+def tool_text(result: Any) -> str:
+    """The text of an MCP tool result (memstore's tools answer with one text block)."""
+    (block,) = result.content
+    return str(block.text)

@@ -19,7 +19,13 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("api", ("memstore.__init__",)),
     (
         "application",
-        ("memstore.agent", "memstore.offline_model", "memstore.tools", "memstore.openai_agents"),
+        (
+            "memstore.agent",
+            "memstore.mcp",
+            "memstore.offline_model",
+            "memstore.tools",
+            "memstore.openai_agents",
+        ),
     ),
     ("store", ("memstore.store",)),
     ("session", ("memstore.session", "memstore.compactor", "memstore.ltm", "memstore.carried")),
@@ -52,7 +58,14 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("memstore.config", "memstore.errors", "memstore.version", "memstore.processes")),
 ]
 #: Third-party packages only the edges may import: the pure core stays testable alone.
-EDGE_ONLY = {"sqlalchemy": "memstore.db", "alembic": "memstore.db", "click": "memstore.cli"}
+EDGE_ONLY = {
+    "sqlalchemy": "memstore.db",
+    "alembic": "memstore.db",
+    "click": "memstore.cli",
+    "mcp": "memstore.mcp",
+    "uvicorn": "memstore.mcp",
+    "starlette": "memstore.mcp",
+}
 
 
 def module_name(path: Path) -> str:

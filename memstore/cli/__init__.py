@@ -30,6 +30,7 @@ COMMANDS = {
     "import": "memstore.cli.transfer:import_session",
     "input": "memstore.cli.inspect:show_input",
     "ltm": "memstore.cli.ltm:ltm_group",
+    "mcp": "memstore.cli.mcp:mcp_serve",
     "prune": "memstore.cli.transfer:prune_session",
     "purge": "memstore.cli.transfer:purge_session",
     "replay": "memstore.cli.replay:replay_session",
@@ -53,6 +54,7 @@ OPTION_FIELDS = {
     "ttl": "'--ttl'",
     "idempotency_key": "'--idempotency-key'",
     "expected_version": "'--expect-version'",
+    "http": "'--http'",
 }
 
 
@@ -69,6 +71,7 @@ SUMMARIES = {
     "import": "Load a session exported with `memstore export` (FILE, or '-' for standard input).",
     "input": "Print the exact Responses API input the session would send now, as JSON.",
     "ltm": "Long-term memory: scoped, versioned JSON entries shared by every session.",
+    "mcp": "Serve the database over the Model Context Protocol (stdio, or streamable HTTP).",
     "prune": "Delete old compactions of SESSION and the items they removed (working memory stays).",
     "purge": "Delete SESSION and everything recorded about it.",
     "replay": "Replay SESSION's history in commit order and verify it equals the stored state.",

@@ -227,6 +227,13 @@ async def list_entries(
     return sorted(records, key=lambda record: (record["scope"], record["key"]))
 
 
+async def live_scopes(db: Database, now: datetime) -> list[tuple[str, int]]:
+    """Each scope that holds live entries, with how many, in code-point order."""
+    stmt = select(ltm_entries.c.scope, func.count()).where(_live(now)).group_by(ltm_entries.c.scope)
+    rows = await db.run_read(lambda conn: [(row[0], int(row[1])) for row in conn.execute(stmt)])
+    return sorted(rows)
+
+
 async def entries_in_scopes(
     db: Database, scopes: Sequence[str], now: datetime, *, limit: int
 ) -> tuple[list[dict[str, Any]], int]:
