@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from memstore.responses import item_message
 from memstore.store import MemoryStore
+from memstore.units import valid_input
 
 if TYPE_CHECKING:
     from memstore.session import SessionMemory
@@ -105,7 +106,9 @@ class MemstoreSession:
         return self._memory
 
     async def get_items(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """The bounded model input, oldest first; ``limit=N``: the newest N of it.
+        """The bounded model input, oldest first; ``limit=N``: the newest N of it, less any
+        call, output or reasoning item the cut separated from its unit (the API would refuse
+        it).
 
         Args:
             limit: How many of the newest items; ``None`` takes the session settings'
@@ -116,7 +119,8 @@ class MemstoreSession:
         if limit is not None and limit <= 0:
             return []
         items = await (await self.memory()).build_model_input()
-        return items if limit is None else items[-limit:]
+        # A cut may split a call from its output: what it broke is left out, not sent.
+        return items if limit is None else valid_input(items[-limit:])
 
     async def add_items(self, items: list[Any]) -> None:
         """Append one SDK turn's items in one transaction, then compact if needed.

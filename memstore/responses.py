@@ -173,5 +173,5 @@ def build_input(
         out.append(summary_message(summary))
     if memories is not None:
         out.append(memories)
-    out.extend(item_message(item) for item in valid_input(items))
+    out.extend(valid_input([item_message(item) for item in items]))
     return out

@@ -6,26 +6,29 @@ Most items are a unit of their own. Carried Responses items bind in two ways:
   ``call_id`` (and the other call/output pairs of :data:`~memstore.response_items.CALL_OUTPUTS`)
   are one unit: the API refuses an output whose call is missing, and a call kept without its
   output would leave the model waiting for a result it already had.
-* **Reasoning and what it led to.** A ``reasoning`` item binds to the item that follows it,
-  and, when that is a call, to the calls right after it (parallel calls of one response), with
-  their outputs: the API refuses a reasoning item without its follower, and a reasoning
-  model's call without its reasoning.
+* **Reasoning and what it led to.** A ``reasoning`` item binds to the assistant's item that
+  follows it (a message or a call), and, when that is a call, to the calls right after it
+  (parallel calls of one response), with their outputs: the API refuses a reasoning item
+  without its follower, and a reasoning model's call without its reasoning.
 
-A unit is *pending* while it waits for something: a call whose output has not arrived, or
-reasoning whose follower has not. Compaction never removes a pending unit (the item that
-completes it would arrive orphaned), and :func:`valid_input` leaves pending reasoning out of
-a model input, where it would be refused.
+A unit is *complete* when each of its calls has its output and its reasoning its follower.
+An incomplete unit is *pending* while the response it belongs to may still complete it: no
+message has come after it. Compaction never removes a pending unit (the output that
+completes it would arrive orphaned); an incomplete unit that is not pending (a turn broken
+off, an output popped and never replaced) is removed like any other. :func:`valid_input`
+leaves every incomplete unit out of a model input, where the API would refuse it.
 
 Nothing here does I/O; the policy (:mod:`memstore.policy`) removes and protects whole units.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
-from memstore.model import MemoryItem
-from memstore.response_items import CALL_OUTPUTS, OUTPUT_TYPES, REASONING
+from memstore.model import MemoryItem, MemoryKind
+from memstore.response_items import CALL_OUTPUTS, OUTPUT_TYPES, REASONING, link_of
 
 
 @dataclass(frozen=True)
@@ -51,57 +54,113 @@ class Unit:
         return frozenset(item.id for item in self.items)
 
 
-def _is_call(item: MemoryItem) -> bool:
-    return item.item_type in CALL_OUTPUTS
+E = TypeVar("E", bound=Mapping[str, Any])
 
 
-def _is_output(item: MemoryItem) -> bool:
-    return item.item_type in OUTPUT_TYPES
+@dataclass(frozen=True)
+class _Entry:
+    """What grouping needs to know of an item or a model-input entry."""
+
+    type: str | None  # None: a text item or a plain message
+    link: str | None  # call_id and kin
+    assistant_side: bool  # what a reasoning item may lead to: the assistant's own output
+
+    @property
+    def is_call(self) -> bool:
+        return self.type in CALL_OUTPUTS
+
+    @property
+    def is_output(self) -> bool:
+        return self.type in OUTPUT_TYPES
+
+    @property
+    def closes(self) -> bool:
+        """A message (or a hosted call): after it, a response's calls wait no longer."""
+        return not (self.is_call or self.is_output or self.type == REASONING)
+
+
+@dataclass(frozen=True)
+class _Group:
+    members: tuple[int, ...]  # indexes, ascending
+    complete: bool
+    pending: bool
+
+
+def _groups(entries: Sequence[_Entry]) -> list[_Group]:
+    parent = list(range(len(entries)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def join(a: int, b: int) -> None:
+        parent[root(a)] = root(b)
+
+    calls: dict[str, int] = {}
+    answered: set[str] = set()
+    orphans: set[int] = set()  # outputs without a call, reasoning without a follower
+    waiting: list[int] = []  # reasoning waiting for its follower
+    anchor: int | None = None  # the reasoning-led call that parallel calls join
+    for index, entry in enumerate(entries):
+        if entry.type == REASONING:
+            waiting.append(index)
+            anchor = None
+            continue
+        if waiting and entry.assistant_side:
+            for reasoning in waiting:
+                join(reasoning, index)
+            anchor = index if entry.is_call else None
+        elif anchor is not None and entry.is_call:
+            join(index, anchor)
+        else:
+            anchor = None
+        orphans.update(waiting if not entry.assistant_side else ())
+        waiting = []
+        if entry.is_call and entry.link is not None:
+            calls[entry.link] = index
+        elif entry.is_output:
+            call = calls.get(entry.link or "")
+            if call is None or entry.link in answered:
+                orphans.add(index)
+            else:
+                join(index, call)
+                answered.add(entry.link or "")
+    unanswered = {i for link, i in calls.items() if link not in answered}
+    last_close = max((i for i, e in enumerate(entries) if e.closes), default=-1)
+    members: dict[int, list[int]] = {}
+    for index in range(len(entries)):
+        members.setdefault(root(index), []).append(index)
+    out = []
+    for group in members.values():
+        waits = bool(set(group) & (unanswered | set(waiting)))
+        broken = bool(set(group) & orphans)
+        complete = not waits and not broken
+        # Pending: waiting for what the response in progress will still add.
+        pending = waits and not broken and group[0] > last_close
+        out.append(_Group(tuple(group), complete, pending))
+    return out
+
+
+def _entry_of_item(item: MemoryItem) -> _Entry:
+    side = item.payload is not None and item.kind is MemoryKind.ASSISTANT_MESSAGE
+    return _Entry(item.item_type, item.call_id, side)
+
+
+def _entry_of_input(entry: Mapping[str, Any]) -> _Entry:
+    kind = entry.get("type")
+    kind = "message" if kind is None else str(kind)
+    side = (kind == "message" and entry.get("role") == "assistant") or (
+        kind != "message" and kind != REASONING and kind not in OUTPUT_TYPES
+    )
+    return _Entry(None if kind == "message" else kind, link_of(entry), side)
 
 
 def units(items: Sequence[MemoryItem]) -> tuple[Unit, ...]:
     """``items`` (oldest first) grouped into units, ordered by their oldest member."""
-    parent = {item.id: item.id for item in items}
-
-    def root(item_id: str) -> str:
-        while parent[item_id] != item_id:
-            parent[item_id] = parent[parent[item_id]]
-            item_id = parent[item_id]
-        return item_id
-
-    def join(a: str, b: str) -> None:
-        parent[root(a)] = root(b)
-
-    calls: dict[str, str] = {}  # call_id -> the call's item id
-    answered: set[str] = set()
-    waiting: list[str] = []  # reasoning items waiting for their follower
-    anchor: str | None = None  # the reasoning-led call that parallel calls join
-    for item in items:
-        if item.item_type == REASONING:
-            waiting.append(item.id)
-            anchor = None
-            continue
-        for reasoning_id in waiting:
-            join(reasoning_id, item.id)
-        if waiting and _is_call(item):
-            anchor = item.id
-        elif anchor is not None and _is_call(item):
-            join(item.id, anchor)
-        else:
-            anchor = None
-        waiting = []
-        if item.call_id is not None:
-            if _is_call(item):
-                calls[item.call_id] = item.id
-            elif _is_output(item) and item.call_id in calls:
-                join(item.id, calls[item.call_id])
-                answered.add(item.call_id)
-    members: dict[str, list[MemoryItem]] = {}
-    for item in items:
-        members.setdefault(root(item.id), []).append(item)
-    pending_roots = {root(i) for i in waiting}
-    pending_roots |= {root(i) for call_id, i in calls.items() if call_id not in answered}
-    return tuple(Unit(tuple(group), pending=key in pending_roots) for key, group in members.items())
+    groups = _groups([_entry_of_item(item) for item in items])
+    return tuple(Unit(tuple(items[i] for i in g.members), pending=g.pending) for g in groups)
 
 
 def closure(groups: Iterable[Unit], ids: Iterable[str]) -> frozenset[str]:
@@ -114,15 +173,15 @@ def closure(groups: Iterable[Unit], ids: Iterable[str]) -> frozenset[str]:
     return frozenset(out)
 
 
-def valid_input(items: Sequence[MemoryItem]) -> list[MemoryItem]:
-    """``items`` without what the Responses API would refuse: outputs whose call is not among
-    them, and reasoning items with no follower among them.
+def valid_input(entries: Sequence[E]) -> list[E]:
+    """A model input without what the Responses API would refuse: every incomplete unit
+    (an output without its call, a call without its output, reasoning without the
+    assistant's item that followed it) is left out whole.
 
-    Compaction removes whole units, so this only drops anything when rows were changed by
-    other means (a ``pop_item`` of a call's output leaves the call pending, which is valid).
+    Compaction removes whole units, so in a session's own input this leaves out only a
+    response still in progress, and what ``pop_item`` or a cut (``get_items(limit=N)``)
+    broke apart; those items stay stored.
     """
-    calls = {item.call_id for item in items if _is_call(item)}
-    kept = [item for item in items if not (_is_output(item) and item.call_id not in calls)]
-    while kept and kept[-1].item_type == REASONING:
-        kept.pop()
-    return kept
+    groups = _groups([_entry_of_input(entry) for entry in entries])
+    keep = sorted(i for g in groups if g.complete for i in g.members)
+    return [entries[i] for i in keep]

@@ -286,18 +286,24 @@ async def write_lock_held(url: str) -> AsyncIterator[None]:
 
 
 def assert_valid_responses_input(model_input: Any) -> None:
-    """What the Responses API demands of an input: every output has its call before it, and
-    every reasoning item a follower."""
+    """What the Responses API demands of an input: every output follows its call, every call
+    has its output, and every reasoning item is followed by the assistant's own item."""
     assert isinstance(model_input, list)
     calls: set[str] = set()
+    answered: set[str] = set()
     for index, entry in enumerate(model_input):
         kind = entry.get("type")
         if kind == "function_call":
             calls.add(entry["call_id"])
         elif kind == "function_call_output":
             assert entry["call_id"] in calls, f"output without its call at {index}"
+            answered.add(entry["call_id"])
         elif kind == "reasoning":
-            assert index + 1 < len(model_input), "reasoning without a follower"
+            follower = model_input[index + 1] if index + 1 < len(model_input) else {}
+            assert follower.get("type") in ("reasoning", "function_call") or (
+                follower.get("role") == "assistant"
+            ), f"reasoning at {index} without the assistant's item after it"
+    assert calls <= answered, f"calls without their output: {sorted(calls - answered)}"
 
 
 def new_session_limits(monkeypatch: pytest.MonkeyPatch, limits: MemoryLimits) -> None:

@@ -138,9 +138,26 @@ def test_units_bind_calls_outputs_and_reasoning() -> None:
     assert groups == [([1], False), ([2, 3, 4, 5, 6], False), ([7], False), ([8], True)]
 
 
-def test_valid_input_drops_orphans_and_trailing_reasoning() -> None:
-    items = _items([output("gone"), user("hi"), reasoning("thinking")])
-    assert [i.seq for i in valid_input(items)] == [2]
+def test_valid_input_leaves_out_every_incomplete_unit() -> None:
+    assistant = {"role": "assistant", "content": "done"}
+    cases = [
+        ([output("gone"), user("hi"), reasoning("thinking")], [user("hi")]),
+        ([user("a"), call("x"), user("b")], [user("a"), user("b")]),  # a turn broken off
+        ([user("a"), reasoning("r"), user("b")], [user("a"), user("b")]),  # follower popped
+        ([call("d"), output("d"), output("d")], [call("d"), output("d")]),  # a second output
+        ([reasoning("r"), call("p"), call("q"), output("p")], []),  # one call unanswered
+        ([reasoning("r"), call("p"), output("p"), assistant],
+         [reasoning("r"), call("p"), output("p"), assistant]),
+    ]  # fmt: skip
+    for entries, valid in cases:
+        assert valid_input(entries) == valid
+
+
+def test_only_the_response_in_progress_is_pending() -> None:
+    broken_off = _items([user("a"), call("x"), user("b"), call("y")])
+    assert [(sorted(i.seq for i in u.items), u.pending) for u in units(broken_off)] == [
+        ([1], False), ([2], False), ([3], False), ([4], True),
+    ]  # fmt: skip
 
 
 def test_compaction_never_splits_a_unit_and_keeps_pending_calls() -> None:
@@ -252,7 +269,9 @@ async def test_the_cli_shows_replays_and_checks_carried_items(tmp_path: Any) -> 
     assert "popped 1" in replayed.stdout and "replay verified" in replayed.stdout
     assert memstore_cli(db, "check").returncode == 0
     sent = json.loads(memstore_cli(db, "input", "c1").stdout)
-    assert sent == [user("where is order 4?"), reasoning("look it up"), call("c1")]
+    # The call whose output was popped waits for one: stored, but not sent (the API would
+    # refuse a call without its output).
+    assert sent == [user("where is order 4?")]
 
 
 async def test_add_items_refuses_bad_batches_before_writing(store: MemoryStore) -> None:
@@ -270,3 +289,14 @@ async def test_add_items_refuses_bad_batches_before_writing(store: MemoryStore) 
         assert caught.value.field == field
     assert await memory.snapshot() is None  # nothing was written, not even the session
     assert await memory.add_items([]) == []
+
+
+async def test_broken_off_turns_are_compacted_and_never_sent(store: MemoryStore) -> None:
+    limits = MemoryLimits(hard=100, target=60, keep_recent=2)
+    memory = store.session("interrupted", estimator=WordEstimator(), limits=limits)
+    for n in range(30):  # a turn broken off after the model's call, again and again
+        await memory.add_items([user(f"question {n} about the orders"), call(f"x{n}")])
+    assert await memory.estimated_tokens() < limits.hard  # only the newest call is pending
+    model_input = await memory.build_model_input()
+    assert_valid_responses_input(model_input)
+    assert [e for e in model_input if e.get("type") == "function_call"] == []

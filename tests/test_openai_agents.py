@@ -195,3 +195,20 @@ def test_two_processes_share_one_session(tmp_path: Path) -> None:
             assert_valid_responses_input(await session.get_items())
 
     asyncio.run(audit())
+
+
+async def test_a_limit_never_cuts_a_call_from_its_output(store: MemoryStore) -> None:
+    session = session_on(store)
+    await session.add_items([{"role": "user", "content": "where is order 4"}])
+    reasoning = reasoning_item("look it up", 1).model_dump(exclude_none=True)
+    await session.add_items([
+        reasoning,
+        {"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "shipped"},
+        {"role": "assistant", "content": "It shipped."},
+    ])  # fmt: skip
+    for limit in range(1, 6):
+        tail = await session.get_items(limit=limit)
+        assert len(tail) <= limit
+        assert_valid_responses_input(tail)
+    assert len(await session.get_items(limit=2)) == 1  # the answer; not a lone output
