@@ -15,6 +15,7 @@ from memstore.db.append import NewItem, batch_key
 from memstore.errors import ValidationError
 from memstore.model import MemoryKind, MemoryRole, Priority, parse_priority
 from memstore.response_items import count_tokens, parse_item
+from memstore.validation import MAX_IDEMPOTENCY_KEY_CHARS
 
 PriorityLike = Priority | str | int
 
@@ -42,6 +43,12 @@ def new_items(
         priorities = [parse_priority(p) for p in priority]
     else:
         priorities = [parse_priority(priority)] * len(items)
+    if key is not None and len(str(batch_key(key, len(items) - 1))) > MAX_IDEMPOTENCY_KEY_CHARS:
+        raise ValidationError(
+            "idempotency_key",
+            f"leaves no room to number a batch of {len(items)} items ({MAX_IDEMPOTENCY_KEY_CHARS}"
+            " characters at most, with the #N suffix)",
+        )
     news = []
     for index, value in enumerate(items):
         parsed = parse_item(value, f"items[{index}]", max_bytes=max_bytes)

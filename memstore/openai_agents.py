@@ -28,6 +28,7 @@ This module never imports the SDK: it is importable without it (``pip install
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +58,7 @@ class MemstoreSession:
         self._store: MemoryStore | None = None
         self._opening: tuple[str | os.PathLike[str], dict[str, Any]] | None = None
         self._lock = asyncio.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @classmethod
     def from_url(
@@ -86,10 +88,23 @@ class MemstoreSession:
         self._store = None
         self._opening = (url, session_options)
         self._lock = asyncio.Lock()
+        self._loop = None
         return self
 
     async def memory(self) -> SessionMemory:
-        """The memstore session handle (opening the database on first use)."""
+        """The memstore session handle (opening the database on first use).
+
+        A database connection belongs to the event loop it was opened on; when a
+        :meth:`from_url` session is used from another loop (two ``asyncio.run`` calls), it
+        opens the database again there (the first loop's connections went with that loop).
+        """
+        loop = asyncio.get_running_loop()
+        if self._opening is not None and self._loop is not loop:
+            stale, self._memory, self._store, self._loop = self._store, None, None, loop
+            self._lock = asyncio.Lock()
+            if stale is not None:
+                with contextlib.suppress(Exception):  # its loop is gone; nothing to flush
+                    await stale.close()
         if self._memory is not None:
             return self._memory
         async with self._lock:

@@ -98,6 +98,13 @@ MEDIA_CHARS_PER_TOKEN = 3
 FILE_REFERENCE_TOKENS = 4_096
 #: Fields whose value is inline media, counted by the rules above instead of as text.
 _MEDIA_FIELDS = frozenset({"image_url", "file_data", "data"})
+#: Nesting a carried item may have: the API's deepest items use under ten levels, and a
+#: deeper value would exhaust the recursion of the JSON encoder long before 1,000.
+MAX_DEPTH = 64
+#: Python prints at most 4,300 digits of an int (about 14,284 bits).
+MAX_INT_BITS = 14_000
+#: A call_id is stored in a column of this width (``items.call_id``).
+MAX_LINK_CHARS = 200
 #: What a hosted call's derived text may hold of its fields.
 MAX_DERIVED_FIELD_CHARS = 2_000
 
@@ -114,6 +121,7 @@ class ParsedItem:
         item_type: ``message``, ``function_call``, ...
         link: The id pairing a call with its output (``call_id`` and kin), if any.
         media_tokens: Tokens counted by rule: inline media and encrypted reasoning.
+        counted_text: What the estimator counts: the derived text, never clipped.
     """
 
     kind: MemoryKind
@@ -124,6 +132,7 @@ class ParsedItem:
     item_type: str
     link: str | None
     media_tokens: int
+    counted_text: str
 
     @property
     def is_call(self) -> bool:
@@ -176,8 +185,11 @@ def parse_item(value: object, field: str, *, max_bytes: int) -> ParsedItem:
     if size > max_bytes:
         raise ValidationError(field, f"is {size} bytes of JSON, over the limit of {max_bytes}")
     link = link_of(value)
-    if kind_name in _LINK_FIELD and link is None:
-        raise ValidationError(f"{field}.{_LINK_FIELD[kind_name]}", "must be a string")
+    if kind_name in _LINK_FIELD and (link is None or not 1 <= len(link) <= MAX_LINK_CHARS):
+        raise ValidationError(
+            f"{field}.{_LINK_FIELD[kind_name]}",
+            f"must be a string of 1-{MAX_LINK_CHARS} characters",
+        )
     kind, role = _kind_and_role(value, kind_name, field)
     media = _media_tokens(value)
     return ParsedItem(
@@ -189,6 +201,7 @@ def parse_item(value: object, field: str, *, max_bytes: int) -> ParsedItem:
         item_type=kind_name,
         link=link,
         media_tokens=media + _encrypted_tokens(value),
+        counted_text=derived_text(value, clip=None),
     )
 
 
@@ -196,6 +209,8 @@ def _kind_and_role(
     payload: Mapping[str, Any], kind_name: str, field: str
 ) -> tuple[MemoryKind, MemoryRole]:
     if kind_name == MESSAGE:
+        if not isinstance(payload.get("content"), (str, list)):
+            raise ValidationError(f"{field}.content", "must be text or a list of content parts")
         role = payload.get("role")
         if not isinstance(role, str) or role not in _MESSAGE_ROLES:
             raise ValidationError(
@@ -209,8 +224,10 @@ def _kind_and_role(
     return MemoryKind.ASSISTANT_MESSAGE, MemoryRole.ASSISTANT
 
 
-def _check_json(value: Any, field: str) -> None:
+def _check_json(value: Any, field: str, depth: int = 0) -> None:
     """Raise unless ``value`` survives ``json.dumps`` then ``json.loads`` unchanged."""
+    if depth > MAX_DEPTH:
+        raise ValidationError(field, f"nests deeper than {MAX_DEPTH} levels")
     if isinstance(value, str):
         if "\x00" in value:
             raise ValidationError(field, "must not contain NUL characters")
@@ -218,19 +235,22 @@ def _check_json(value: Any, field: str) -> None:
             value.encode("utf-8")
         except UnicodeEncodeError:
             raise ValidationError(field, "contains a lone surrogate (not valid Unicode)") from None
-    elif isinstance(value, bool) or value is None or isinstance(value, int):
+    elif isinstance(value, bool) or value is None:
         return
+    elif isinstance(value, int):
+        if value.bit_length() > MAX_INT_BITS:  # Python refuses to print longer ints
+            raise ValidationError(field, "is an integer too long to carry as JSON")
     elif isinstance(value, float):
         if not math.isfinite(value):
             raise ValidationError(field, f"{value} is not a JSON number")
     elif isinstance(value, list):
         for index, element in enumerate(value):
-            _check_json(element, f"{field}[{index}]")
+            _check_json(element, f"{field}[{index}]", depth + 1)
     elif isinstance(value, dict):
         for key, element in value.items():
             if not isinstance(key, str):
                 raise ValidationError(field, f"has a key that is not a string: {key!r}")
-            _check_json(element, f"{field}.{key}")
+            _check_json(element, f"{field}.{key}", depth + 1)
     else:
         raise ValidationError(field, f"is not a JSON value: {type(value).__name__}")
 
@@ -238,8 +258,12 @@ def _check_json(value: Any, field: str) -> None:
 # -- derived text -------------------------------------------------------------------------
 
 
-def derived_text(payload: Mapping[str, Any]) -> str:
-    """The text memstore reads of an item (module docstring); ``""`` if it has none."""
+def derived_text(payload: Mapping[str, Any], clip: int | None = MAX_DERIVED_FIELD_CHARS) -> str:
+    """The text memstore reads of an item (module docstring); ``""`` if it has none.
+
+    A hosted call's fields, and an output that is not text, are shown as JSON, clipped to
+    ``clip`` characters for display and summaries (tokens are counted unclipped).
+    """
     kind = item_type(payload)
     if kind == MESSAGE:
         return _parts_text(payload.get("content"))
@@ -255,8 +279,8 @@ def derived_text(payload: Mapping[str, Any]) -> str:
     if kind in OUTPUT_TYPES:
         output = payload.get("output")
         text = _parts_text(output) if not isinstance(output, dict) else ""
-        return text or _fields_text(payload, skip=("type", "call_id", "id", "status"))
-    return f"[{kind}] " + _fields_text(payload, skip=("type", "id", "status"))
+        return text or _fields_text(payload, ("type", "call_id", "id", "status"), clip)
+    return f"[{kind}] " + _fields_text(payload, ("type", "id", "status"), clip)
 
 
 def _dicts(value: Any) -> list[dict[str, Any]]:
@@ -282,10 +306,10 @@ def _parts_text(content: Any) -> str:
     return "\n".join(pieces).strip()
 
 
-def _fields_text(payload: Mapping[str, Any], *, skip: tuple[str, ...]) -> str:
+def _fields_text(payload: Mapping[str, Any], skip: tuple[str, ...], clip: int | None) -> str:
     shown = {k: v for k, v in payload.items() if k not in skip and k not in _MEDIA_FIELDS}
     text = json.dumps(shown, ensure_ascii=False) if shown else ""
-    return text[:MAX_DERIVED_FIELD_CHARS]
+    return text if clip is None else text[:clip]
 
 
 # -- tokens -------------------------------------------------------------------------------
@@ -319,4 +343,4 @@ def _encrypted_tokens(payload: Mapping[str, Any]) -> int:
 def count_tokens(parsed: ParsedItem, count: Callable[[str], int]) -> int:
     """The item's estimated tokens: ``count`` (the session's estimator) over its derived
     text, plus what is counted by rule (module docstring)."""
-    return count(parsed.text) + parsed.media_tokens
+    return count(parsed.counted_text) + parsed.media_tokens

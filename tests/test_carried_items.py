@@ -98,9 +98,16 @@ def test_tokens_count_the_content_and_the_rest_by_rule(words: WordEstimator) -> 
         ({"role": "user", "content": "x", 1: "int key"}, "items[0]"),
         ({"role": "user", "content": ("tuple",)}, "items[0].content"),
         ({"role": "user", "content": "y" * 2_000}, "items[0]"),
+        ({"role": "user", "content": 5}, "items[0].content"),
+        ({"role": "user", "content": "x", "n": 10**5000}, "items[0].n"),
+        (
+            {"type": "function_call", "call_id": "c" * 201, "name": "f", "arguments": "{}"},
+            "items[0].call_id",
+        ),
     ],
 )
 def test_bad_items_name_the_field(value: Any, field: str) -> None:
+    """(Deep nesting is refused before the JSON encoder would run out of recursion.)"""
     with pytest.raises(ValidationError) as caught:
         parse_item(value, "items[0]", max_bytes=1_000)
     assert caught.value.field == field
@@ -300,3 +307,47 @@ async def test_broken_off_turns_are_compacted_and_never_sent(store: MemoryStore)
     model_input = await memory.build_model_input()
     assert_valid_responses_input(model_input)
     assert [e for e in model_input if e.get("type") == "function_call"] == []
+
+
+def test_deep_nesting_is_a_validation_error() -> None:
+    deep: Any = "bottom"
+    for _ in range(5_000):
+        deep = [deep]
+    with pytest.raises(ValidationError, match="nests deeper"):
+        parse_item({"role": "user", "content": "x", "deep": deep}, "items[0]", max_bytes=10**6)
+
+
+async def test_outputs_must_answer_an_open_call_of_their_kind(store: MemoryStore) -> None:
+    memory = store.session("answers", estimator=WordEstimator())
+    await memory.add_items([call("c1"), output("c1")])
+    custom = {"type": "custom_tool_call_output", "call_id": "c2", "output": "x"}
+    cases = [
+        ([output("c1")], "items[0].call_id"),  # already answered
+        ([call("c2"), custom], "items[1].type"),  # not the output of a function call
+    ]
+    for batch, field in cases:
+        with pytest.raises(ValidationError) as caught:
+            await memory.add_items(batch)
+        assert caught.value.field == field
+    assert len(await memory.items()) == 2
+
+
+async def test_a_key_reused_for_another_batch_is_a_conflict(store: MemoryStore) -> None:
+    from memstore.errors import IdempotencyConflictError
+
+    memory = store.session("keys", estimator=WordEstimator())
+    await memory.add_items([user("a"), user("b")], idempotency_key="t1")
+    for other in ([user("a"), user("c")], [user("a")], [user("a"), user("b"), user("d")]):
+        with pytest.raises(IdempotencyConflictError):
+            await memory.add_items(other, idempotency_key="t1")
+    with pytest.raises(ValidationError) as caught:
+        await memory.add_items([user("a"), user("b")], idempotency_key="k" * 200)
+    assert caught.value.field == "idempotency_key"
+
+
+def test_a_large_hosted_call_is_counted_whole(words: WordEstimator) -> None:
+    big = {"type": "mcp_call", "id": "mcp_1", "name": "search", "server_label": "docs",
+           "arguments": "{}", "output": "word " * 5_000}  # fmt: skip
+    parsed = parse_item(big, "i", max_bytes=100_000)
+    assert len(parsed.text) <= 2_100  # shown clipped
+    assert count_tokens(parsed, words.count) >= 5_000  # counted whole

@@ -212,3 +212,12 @@ async def test_a_limit_never_cuts_a_call_from_its_output(store: MemoryStore) -> 
         assert len(tail) <= limit
         assert_valid_responses_input(tail)
     assert len(await session.get_items(limit=2)) == 1  # the answer; not a lone output
+
+
+def test_a_from_url_session_survives_a_new_event_loop(backend_url: str) -> None:
+    session = MemstoreSession.from_url("loops", backend_url, estimator=WordEstimator())
+    asyncio.run(session.add_items([{"role": "user", "content": "first loop"}]))
+    asyncio.run(session.add_items([{"role": "user", "content": "second loop"}]))
+    contents = [item["content"] for item in asyncio.run(session.get_items())]
+    assert contents == ["first loop", "second loop"]
+    asyncio.run(session.close())

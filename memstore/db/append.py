@@ -28,7 +28,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, insert, or_, select, update
+from sqlalchemy import Connection, bindparam, insert, select, update
 
 from memstore.db.connection import dialect_insert
 from memstore.db.engine import Database
@@ -37,13 +37,13 @@ from memstore.db.tables import UTCDateTime, items, sessions
 from memstore.errors import EstimatorMismatchError, IdempotencyConflictError, ValidationError
 from memstore.model import (
     ITEM_OVERHEAD_TOKENS,
-    Fate,
     MemoryItem,
     MemoryKind,
     MemoryLimits,
     MemoryRole,
     Priority,
 )
+from memstore.response_items import CALL_OUTPUTS
 
 
 @dataclass(frozen=True)
@@ -127,17 +127,13 @@ BY_KEY = select(*ITEM_COLUMNS).where(
 #: Built once, its values passed at execution: a statement made per append would be
 #: constructed and cache-keyed again on every turn.
 INSERT_ITEM = insert(items)
-#: The call an output answers: one probe of the partial call_id index. A call popped or
-#: cleared away no longer counts (its output would reach the model orphaned).
-CALL_FOR_OUTPUT = (
-    select(items.c.id)
-    .where(
-        items.c.session_id == bindparam("sid"),
-        items.c.call_id == bindparam("call_id"),
-        items.c.kind == MemoryKind.ASSISTANT_MESSAGE.value,
-        or_(items.c.fate.is_(None), items.c.fate.not_in([Fate.POPPED.value, Fate.CLEARED.value])),
-    )
-    .limit(1)
+#: The active items linked by one call_id (the call, and its output if it has one): one
+#: probe of the partial call_id index. A call no longer in working memory does not count:
+#: its output would reach the model orphaned.
+LINKED = select(items.c.kind, items.c.payload).where(
+    items.c.session_id == bindparam("sid"),
+    items.c.call_id == bindparam("call_id"),
+    items.c.fate.is_(None),
 )
 
 
@@ -209,20 +205,14 @@ def append_item(
         found = conn.execute(BY_KEY, {"sid": session_id, "key": new.idempotency_key}).first()
         if found is not None:
             stored = row_to_item(found)
-            if (stored.content, stored.kind, stored.role, stored.priority, stored.payload) != (
-                new.content, new.kind, new.role, new.priority, _loads(new.payload_json),
-            ):  # fmt: skip
+            if not _same(stored, new):
                 raise IdempotencyConflictError(session_id, new.idempotency_key)
             before = row.active_tokens - bump["cost"]  # the rollback undoes our bump
             raise Duplicate(
                 AppendResult(stored, session_total(before, row.summary_tokens), 0, duplicate=True)
             )
     if new.is_output:
-        call = conn.execute(CALL_FOR_OUTPUT, {"sid": session_id, "call_id": new.call_id})
-        if call.first() is None:
-            raise ValidationError(
-                f"{new.field}.call_id", f"no call with call_id {new.call_id!r} in this session"
-            )
+        _check_answers_a_call(conn, session_id, new)
     item = MemoryItem(
         id=str(uuid.uuid4()),
         session_id=session_id,
@@ -240,6 +230,43 @@ def append_item(
     conn.execute(INSERT_ITEM, _insert_values(item, new))
     total = session_total(row.active_tokens, row.summary_tokens)
     return AppendResult(item, total, row.user_turns, items=(item,))
+
+
+def _check_answers_a_call(conn: Connection, session_id: str, new: NewItem) -> None:
+    """An output must answer a call of its kind, active and not answered yet."""
+    linked = conn.execute(LINKED, {"sid": session_id, "call_id": new.call_id}).all()
+    calls = [json.loads(row.payload) for row in linked if row.kind == "ASSISTANT_MESSAGE"]
+    field = f"{new.field}.call_id"
+    if not calls:
+        raise ValidationError(field, f"no call with call_id {new.call_id!r} in working memory")
+    wanted = CALL_OUTPUTS.get(str(calls[0].get("type")))
+    given = json.loads(new.payload_json or "{}").get("type")
+    if wanted != given:
+        raise ValidationError(f"{new.field}.type", f"{given!r} cannot answer a {wanted!r} call")
+    if len(linked) > len(calls):
+        raise ValidationError(field, f"the call {new.call_id!r} already has its output")
+
+
+def _rest_of_batch(conn: Connection, session_id: str, news: Sequence[NewItem]) -> list[MemoryItem]:
+    """The stored items of a batch whose first key was found: every one must be there and
+    be the same, and the stored batch no longer, or the key was used for another batch."""
+    key = str(news[0].idempotency_key)
+    found = []
+    for index, later in enumerate(news[1:], 1):
+        hit = conn.execute(BY_KEY, {"sid": session_id, "key": batch_key(key, index)}).first()
+        if hit is None or not _same(row_to_item(hit), later):
+            raise IdempotencyConflictError(session_id, key)
+        found.append(row_to_item(hit))
+    if conn.execute(BY_KEY, {"sid": session_id, "key": batch_key(key, len(news))}).first():
+        raise IdempotencyConflictError(session_id, key)
+    return found
+
+
+def _same(stored: MemoryItem, new: NewItem) -> bool:
+    """Whether a stored item is the one ``new`` describes (an idempotent retry)."""
+    return (stored.content, stored.kind, stored.role, stored.priority, stored.payload) == (
+        new.content, new.kind, new.role, new.priority, _loads(new.payload_json),
+    )  # fmt: skip
 
 
 def _loads(payload_json: str | None) -> Any:
@@ -272,13 +299,7 @@ def append_items(
         except Duplicate as duplicate:
             if index:  # only the first item's key decides: the batch was committed whole
                 raise
-            found = [duplicate.result.item]
-            for later in news[1:]:
-                hit = conn.execute(
-                    BY_KEY, {"sid": session_id, "key": later.idempotency_key}
-                ).first()
-                if hit is not None:
-                    found.append(row_to_item(hit))
+            found = [duplicate.result.item, *_rest_of_batch(conn, session_id, news)]
             result = duplicate.result
             raise Duplicate(
                 AppendResult(result.item, result.total_tokens, 0, True, tuple(found))
