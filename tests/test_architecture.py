@@ -28,6 +28,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "memstore.openai_summarizer",
             "memstore.responses",
             "memstore.responses_client",
+            "memstore.recall",
         ),
     ),
     (
@@ -38,6 +39,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "memstore.replay",
             "memstore.tokens",
             "memstore.ltm_model",
+            "memstore.search_model",
             "memstore.validation",
             "memstore.redaction",
             "memstore.timeline",
