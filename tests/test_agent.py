@@ -82,7 +82,7 @@ async def test_first_turn_request_and_what_memory_keeps(store: MemoryStore) -> N
     assert body["instructions"] == DEFAULT_INSTRUCTIONS
     assert body["store"] is False
     assert body["input"] == [{"role": "user", "content": "Hi, I am Alice."}]
-    assert [t["name"] for t in body["tools"]] == ["remember", "recall"]
+    assert [t["name"] for t in body["tools"]] == ["remember", "recall", "search_memory"]
     remember = body["tools"][0]
     assert remember["type"] == "function"
     assert remember["parameters"]["required"] == ["key", "value"]
