@@ -121,7 +121,9 @@ class SearchScope:
         Raises:
             ValidationError: a bad session id or scope (``sessions``, ``scopes``).
         """
-        chosen_sessions = validate_names("sessions", sessions, validate_session_id)
+        chosen_sessions = validate_names(
+            "sessions", sessions, partial(validate_session_id, field="sessions")
+        )
         chosen_scopes = validate_names("scopes", scopes, partial(validate_scope, field="scopes"))
         if chosen_sessions is None and chosen_scopes is not None:
             chosen_sessions = ()
