@@ -59,7 +59,13 @@ from memstore.policy import (
     Snapshot,
     bounded_view,
 )
-from memstore.recall import RECALL_CANDIDATES, RecallBlock, fit_recall, novel_hits, recall_query
+from memstore.recall import (
+    RECALL_CANDIDATES,
+    RecallBlock,
+    fit_recall,
+    novel_passages,
+    recall_query,
+)
 from memstore.responses import build_input
 from memstore.search_model import SearchHit, SearchScope, search_terms, validate_limit
 from memstore.summarizers import Summarizer
@@ -364,14 +370,15 @@ class SessionMemory:
             terms = search_terms(query)
         if not terms or snap.compaction_count == 0:  # nothing has left working memory yet
             return None
-        scope = SearchScope(sessions=(self.session_id,), scopes=(), include_active=False)
-        hits = await search_db.search(self._db, terms, scope, RECALL_CANDIDATES, reads.utcnow())
+        found = await search_db.passages(
+            self._db, terms, self.session_id, RECALL_CANDIDATES, reads.utcnow()
+        )
         held = [item.content for item in snap.items]
         held += [text for text in (snap.summary,) if text is not None]
         if memories is not None:
             held.append(memories.message["content"])
         budget = memory_budget(self.recall_budget, self.limits, "recall_budget")
-        return fit_recall(novel_hits(hits, held), self.estimator.count, min(budget, room))
+        return fit_recall(novel_passages(found, held), self.estimator.count, min(budget, room))
 
     async def search(
         self, query: str, *, limit: int = 10, include_active: bool = False

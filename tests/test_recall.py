@@ -119,7 +119,7 @@ def hit(seq: int, words: int, score: float) -> SearchHit:
 
 
 def test_fitting_is_exact_and_skips_what_does_not_fit() -> None:
-    hits = [hit(5, 10, 3.0), hit(2, 40, 2.0), hit(9, 4, 1.0)]  # best first
+    hits = [(hit(5, 10, 3.0),), (hit(2, 40, 2.0),), (hit(9, 4, 1.0),)]  # best first
     block = fit_recall(hits, WORDS.count, 10_000)
     assert block is not None and [h.seq for h in block.hits] == [2, 5, 9]  # oldest first
     assert block.tokens == WORDS.count(block.message["content"]) + ITEM_OVERHEAD_TOKENS
@@ -141,7 +141,10 @@ async def test_never_recalls_what_the_input_already_holds(any_store: MemoryStore
     await fill(memory, 30)
     await memory.add("user", "Pack the blue umbrella for Bergen.")  # said again: active now
     messages = await memory.build_model_input(recall="blue umbrella Bergen")
-    assert recalled(messages) is None  # its only match is in the input already
+    block = recalled(messages)
+    assert block is not None  # the reply to the first mention: not in the input
+    texts = [p["text"] for p in passages(block)]
+    assert "Pack the blue umbrella for Bergen." not in texts and texts[0].startswith("turn 0:")
 
 
 async def test_never_recalls_what_the_summary_kept(any_store: MemoryStore) -> None:
@@ -156,7 +159,22 @@ async def test_never_recalls_what_the_summary_kept(any_store: MemoryStore) -> No
     await fill(memory, 30)
     block = recalled(await memory.build_model_input(recall="blue umbrella raincoat Bergen"))
     assert block is not None
-    assert [p["text"] for p in passages(block)] == ["The blue raincoat stays at home."]
+    texts = [p["text"] for p in passages(block)]
+    assert "Pack the blue umbrella for Bergen." not in texts
+    assert "The blue raincoat stays at home." in texts
+
+
+async def test_a_match_comes_with_the_reply_to_it(any_store: MemoryStore) -> None:
+    memory = session(any_store, recall_budget=100)
+    await memory.add("user", "Which hotel did you book in Bergen?")
+    await memory.add("assistant", "The Grand Fjord, two nights from Friday.")
+    await fill(memory, 30)
+    block = recalled(await memory.build_model_input(recall="hotel booked in Bergen"))
+    assert block is not None
+    assert [(p["seq"], p["role"], p["text"]) for p in passages(block)][:2] == [
+        (1, "user", "Which hotel did you book in Bergen?"),
+        (2, "assistant", "The Grand Fjord, two nights from Friday."),
+    ]
 
 
 async def test_a_repeated_passage_is_recalled_once(any_store: MemoryStore) -> None:
@@ -166,7 +184,8 @@ async def test_a_repeated_passage_is_recalled_once(any_store: MemoryStore) -> No
     await fill(memory, 30)
     block = recalled(await memory.build_model_input(recall="hotel Bergen name"))
     assert block is not None
-    assert [p["text"] for p in passages(block)] == ["The hotel in Bergen is called Grand Fjord."]
+    texts = [p["text"] for p in passages(block)]
+    assert texts.count("The hotel in Bergen is called Grand Fjord.") == 1
 
 
 CANARY = (
@@ -187,7 +206,7 @@ async def test_recalled_text_cannot_close_its_fence_or_imitate_a_label(
     assert lines.count(RECALL_CLOSE) == 1 and lines.count(RECALL_OPEN) == 1
     assert not any(line.startswith(("[Tool observation]", "[Recorded decision]")) for line in lines)
     assert "\u2028" not in block["content"] and "<" not in "".join(lines[2:-1])
-    assert [p["text"] for p in passages(block)] == [CANARY]  # the data itself, intact
+    assert passages(block)[0]["text"] == CANARY  # the data itself, intact
 
 
 async def test_recall_budget_is_validated(store: MemoryStore) -> None:

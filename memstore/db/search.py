@@ -20,11 +20,11 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from sqlalchemy import BindParameter, Connection, TextualSelect, bindparam, text
+from sqlalchemy import BindParameter, Connection, TextualSelect, bindparam, select, text
 
 from memstore.db.engine import Database
-from memstore.db.reads import row_to_item
-from memstore.db.tables import JSONDocument, UTCDateTime
+from memstore.db.reads import ITEM_COLUMNS, row_to_item
+from memstore.db.tables import JSONDocument, UTCDateTime, items
 from memstore.ltm_model import LongTermEntry
 from memstore.search_model import (
     SNIPPET_CLOSE,
@@ -235,13 +235,46 @@ async def search(
     return await db.run_read(partial(search_rows, terms=terms, scope=scope, limit=limit, now=now))
 
 
-def _item_hit(row: Any) -> SearchHit:
+def passage_rows(
+    conn: Connection, terms: Sequence[str], session_id: str, limit: int, now: datetime
+) -> list[tuple[SearchHit, ...]]:
+    """What left the session's working memory and best matches ``terms``: each matched item
+    with the item right after it, if that one left working memory too (a read)."""
+    scope = SearchScope((session_id,), (), include_active=False)
+    hits = search_rows(conn, terms, scope, limit, now)
+    wanted = [hit.seq + 1 for hit in hits if hit.seq is not None]
+    replies: dict[int, SearchHit] = {}
+    if wanted:
+        query = select(*ITEM_COLUMNS).where(
+            items.c.session_id == session_id, items.c.seq.in_(wanted), items.c.fate.is_not(None)
+        )
+        for row in conn.execute(query):
+            reply = _item_hit(row, score=0.0, snippet="")
+            replies[reply.seq or 0] = reply
+    return [
+        (hit,) if hit.seq is None or hit.seq + 1 not in replies else (hit, replies[hit.seq + 1])
+        for hit in hits
+    ]
+
+
+async def passages(
+    db: Database, terms: Sequence[str], session_id: str, limit: int, now: datetime
+) -> list[tuple[SearchHit, ...]]:
+    """:func:`passage_rows` in one read transaction (no terms: nothing)."""
+    if not terms:
+        return []
+    return await db.run_read(
+        partial(passage_rows, terms=terms, session_id=session_id, limit=limit, now=now)
+    )
+
+
+def _item_hit(row: Any, score: float | None = None, snippet: str | None = None) -> SearchHit:
     item = row_to_item(row[:12])
     return SearchHit(
         source="item",
         text=item.content,
-        score=float(row.score),
-        snippet=row.snippet,
+        score=float(row.score) if score is None else score,
+        snippet=row.snippet if snippet is None else snippet,
         session_id=item.session_id,
         seq=item.seq,
         fate=None if item.fate is None else item.fate.value,
