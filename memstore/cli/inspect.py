@@ -14,6 +14,7 @@ from memstore.cli.output import (
     cell,
     console,
     json_option,
+    listing,
     preview,
     print_json,
     run_with_store,
@@ -64,17 +65,17 @@ def list_sessions(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         print_json([info.to_dict() for info in infos])
         return
-    table = Table(title="sessions", title_justify="left")
-    for name, justify in (
-        ("session", "left"),
-        ("active items", "right"),
-        ("tokens", "right"),
-        ("hard / target", "right"),
-        ("compactions", "right"),
-        ("updated (UTC)", "left"),
-    ):
-        # Identifiers fold on a narrow terminal, never lose characters to an ellipsis.
-        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    table = listing(
+        "sessions",
+        [
+            ("session", "left"),
+            ("active items", "right"),
+            ("tokens", "right"),
+            ("hard / target", "right"),
+            ("compactions", "right"),
+            ("updated (UTC)", "left"),
+        ],
+    )
     for info in infos:
         table.add_row(
             info.id,

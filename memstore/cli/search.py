@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import click
-from rich.table import Table
 from rich.text import Text
 
-from memstore.cli.output import cell, console, json_option, print_json, run_with_store
+from memstore.cli.output import cell, console, json_option, listing, print_json, run_with_store
 from memstore.search_model import MAX_LIMIT, SearchHit
 
 
@@ -54,15 +53,8 @@ def search_history(
     if not hits:
         console().print("no matches")
         return
-    table = Table(title=f"{len(hits)} best match(es)", title_justify="left")
-    for name, justify in (
-        ("where", "left"),
-        ("seq", "right"),
-        ("fate", "left"),
-        ("score", "right"),
-        ("snippet", "left"),
-    ):
-        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    columns = [("where", "left"), ("seq", "right"), ("fate", "left"), ("score", "right")]
+    table = listing(f"{len(hits)} best match(es)", [*columns, ("snippet", "left")])
     for hit in hits:
         table.add_row(*_row(hit))
     console().print(table)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import fields
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -299,13 +300,7 @@ def _summary_hit(row: Any) -> SearchHit:
 
 def _entry_hit(row: Any) -> SearchHit:
     entry = LongTermEntry(
-        key=row.key,
-        scope=row.scope,
-        value=row.value,
-        version=row.version,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        expires_at=row.expires_at,
+        **{field.name: row._mapping[field.name] for field in fields(LongTermEntry)}
     )
     value = json.dumps(entry.value, ensure_ascii=False)
     return SearchHit(
