@@ -59,18 +59,19 @@ STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 Source = Literal["item", "summary", "ltm"]
 
 
-def search_terms(query: object) -> tuple[str, ...]:
+def search_terms(query: object, field: str = "query") -> tuple[str, ...]:
     """The words of ``query`` that a search looks for (empty: nothing to search).
 
     Raises:
-        ValidationError: ``query`` is not text, is blank, or is over 10,000 characters.
+        ValidationError: ``query`` is not text, is blank, or is over 10,000 characters
+            (``field`` names the argument that carried it).
     """
     if not isinstance(query, str):
-        raise ValidationError("query", f"must be text, got {type(query).__name__}")
+        raise ValidationError(field, f"must be text, got {type(query).__name__}")
     if len(query) > MAX_QUERY_CHARS:
-        raise ValidationError("query", f"must be at most {MAX_QUERY_CHARS} characters")
+        raise ValidationError(field, f"must be at most {MAX_QUERY_CHARS} characters")
     if not query.strip():
-        raise ValidationError("query", "must not be blank")
+        raise ValidationError(field, "must not be blank")
     words = _WORD.findall(unicodedata.normalize("NFKC", query).casefold())
     unique = list(dict.fromkeys(words))
     telling = [word for word in unique if word not in STOPWORDS]

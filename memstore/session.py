@@ -336,7 +336,7 @@ class SessionMemory:
         Raises:
             ValidationError: ``recall`` is not text, blank or too long.
         """
-        terms = None if recall is None else search_terms(recall)
+        terms = None if recall is None else search_terms(recall, "recall")
         snap = await self._snapshot_checked()
         memories = None
         if self.ltm_scopes:

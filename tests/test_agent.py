@@ -357,6 +357,17 @@ async def test_open_keeps_an_existing_sessions_estimator(store: MemoryStore) -> 
     assert agent.scope == "global"
 
 
+async def test_open_with_recall_gives_the_session_a_recall_budget(store: MemoryStore) -> None:
+    limits = MemoryLimits(hard=400, target=250, keep_recent=2)
+    agent = await Agent.open(
+        store, "r", client=StandInModel().client(), model=MODEL, limits=limits, recall=True
+    )
+    assert agent.memory.recall_budget == 150
+    plain = await Agent.open(store, "p", client=StandInModel().client(), model=MODEL)
+    assert plain.memory.recall_budget is None
+    assert "search_memory" in plain.tools
+
+
 async def test_bad_configuration_is_refused(store: MemoryStore) -> None:
     async def handler() -> str:
         return ""

@@ -209,6 +209,15 @@ async def test_recalled_text_cannot_close_its_fence_or_imitate_a_label(
     assert passages(block)[0]["text"] == CANARY  # the data itself, intact
 
 
+async def test_a_bad_recall_query_names_the_argument(store: MemoryStore) -> None:
+    from memstore import ValidationError
+
+    for bad in ("  ", 42, "x" * 10_001):
+        with pytest.raises(ValidationError) as caught:
+            await session(store).build_model_input(recall=bad)  # type: ignore[arg-type]
+        assert caught.value.field == "recall"
+
+
 async def test_recall_budget_is_validated(store: MemoryStore) -> None:
     for bad in (0, LIMITS.hard, -5, 2.5, True, "100"):
         with pytest.raises(ConfigurationError) as caught:

@@ -53,6 +53,7 @@ OPTION_FIELDS = {
     "scopes": "'--scope'",
     "sessions": "'--session'",
     "limit": "'--limit'",
+    "recall": "'--recall'",
     "prefix": "'--prefix'",
     "ttl": "'--ttl'",
     "idempotency_key": "'--idempotency-key'",

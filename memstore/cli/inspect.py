@@ -207,11 +207,20 @@ def show_reports(ctx: click.Context, session_id: str, as_json: bool) -> None:
     help="Include this long-term scope's entries, as an agent using it would "
     "(repeatable; scopes are not recorded per session).",
 )
+@click.option(
+    "--recall",
+    metavar="QUERY",
+    default=None,
+    help="Also recall what left working memory and matches QUERY, as `chat` does.",
+)
 @click.pass_context
-def show_input(ctx: click.Context, session_id: str, scopes: tuple[str, ...]) -> None:
+def show_input(
+    ctx: click.Context, session_id: str, scopes: tuple[str, ...], recall: str | None
+) -> None:
     """Print the exact Responses API input the session would send now, as JSON."""
 
     async def load(store: MemoryStore) -> list[dict[str, Any]]:
-        return await (await store.attach(session_id, ltm_scopes=scopes)).build_model_input()
+        memory = await store.attach(session_id, ltm_scopes=scopes)
+        return await memory.build_model_input(recall=recall)
 
     print_json(run_with_store(ctx, load, read_only=True))

@@ -56,6 +56,20 @@ async def test_compaction_prune_purge_and_import_keep_the_index(any_store: Memor
     assert await any_store.check() == [] and await any_store.check("s1") == []
 
 
+async def test_a_migration_down_and_up_again_rebuilds_the_index(any_store: MemoryStore) -> None:
+    await chatter(any_store, "s1")
+    await any_store.ltm.set("colour", "ultramarine", scope="global")
+
+    def down_and_up(conn: object) -> None:
+        command.downgrade(alembic_config(conn), "0006")  # type: ignore[arg-type]
+        command.upgrade(alembic_config(conn), "head")  # type: ignore[arg-type]
+
+    await any_store.database.run_write(down_and_up)
+    assert await found(any_store, "zanzibar1") == {("s1", 1)}
+    assert [h.source for h in await any_store.search("ultramarine")] == ["ltm"]
+    assert await any_store.check() == []
+
+
 def _downgrade_then_upgrade(path: Path, rows_between: int = 0) -> None:
     engine = create_engine(f"sqlite:///{path}")
     try:
