@@ -1,368 +1,351 @@
-"""Memory fidelity: do planted facts survive 20 successive compactions?
+"""Memory fidelity on conversations no one here wrote: truncation, compaction, recall.
 
-Each session is a long, deterministic (seeded) incident investigation. Among filler (greetings,
-acknowledgements, the assistant's narration and questions, verbose NORMAL tool logs, LOW tool
-noise, restatements) it plants facts of the four kinds a summary must keep:
-constraints (user sentences), decisions (DECISION items), HIGH-priority observations and
-unresolved questions (the user's). It appends until the session has compacted 20 times, with
-the store's defaults (limits 1500 / 900 / keep 4, exact o200k_base token counts), and after
-every compaction it reads ``build_model_input()`` and checks each fact planted so far:
+Each conversation is appended, turn by turn, to a memstore session with the store's defaults
+(limits 1500 / 900 / keep 4, exact o200k_base counts, the extractive summarizer). Then every
+question is asked at the end, and three model inputs of the same token budget (the hard
+limit) are compared:
 
-* **kept**: the fact's sentence is in the model input, word for word (white space aside);
-* **changed**: its opening words are there but the sentence is not (it drifted);
-* **lost**: neither.
+* **truncation**: the newest turns that fit the hard limit (each counted as memstore counts
+  an item: its tokens + 4), what an agent without memory management sends;
+* **compaction**: memstore's ``build_model_input()``: the summary plus working memory;
+* **compaction + recall**: ``build_model_input(recall=QUESTION)``, with the default
+  ``recall_budget`` (``hard - target``) inside the same hard limit.
 
-Two summarizers run over the same sessions: the :class:`~memstore.ExtractiveSummarizer`, and
-the :class:`~memstore.OpenAISummarizer` through the real ``openai`` client against a scripted
-stand-in of ``/v1/responses`` (memstore.offline_model) that decodes the fenced data it was sent and
-answers what the extractive summarizer would. The second run measures the model path's
-plumbing (fencing and escaping round trip, folding the previous summary, usage), not a real
-model's judgement; its summaries should equal the first run's.
+A question counts as answered by an input when its evidence is there: every evidence turn
+word for word (white space and case aside), in an item, the summary or the recalled block.
+That is generous to no one: a summary that paraphrased the evidence does not count, and
+neither does an input that happens to contain the answer's words elsewhere.
 
-    python benchmarks/fidelity.py [--sessions 3] [--compactions 20] [--json]
+Data (fetched at run time, never committed):
 
-Offline: no key, no network. Prints retention after each compaction and at the end, and
-every fact that changed or was lost.
+* default: the **Chit-Chat Challenge** conversations of BYU's Perception, Control and Cognition
+  lab (MIT licence), as published on PyPI in the wheel of ``chitchat-dataset`` 0.9.0 (its
+  ``dataset.json``, checked by SHA-256). 7,168 real conversations between people, many pairs
+  of whom talked again and again over weeks; each pair with at least
+  ``--min-sessions`` conversations becomes one long multi-session conversation, one session
+  per conversation, in the order they took place. Questions are the participants' own: a turn
+  ending in a question whose next turn (the other person's) answers it; the question is
+  asked again at the end, and the answer turn is the evidence. Facts are said by either role
+  (the first speaker is ``user``, the other ``assistant``), in passing, in people's words.
+* ``--locomo PATH``: LoCoMo's ``locomo10.json`` (snap-research/locomo, CC BY-NC 4.0; not on
+  any package registry this benchmark can reach): 10 very long conversations with
+  question/answer pairs and their evidence turns (category 5, the unanswerable ones, is
+  left out).
+
+    python benchmarks/fidelity.py [--conversations 10] [--questions 30] [--json]
+    python benchmarks/fidelity.py --locomo data/locomo10.json
+
+Offline after the first fetch (``--cache DIR``, default ``~/.cache/memstore-benchmarks``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
-import random
-import re
+import os
+import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Iterator
+import zipfile
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memstore import (
-    ExtractiveSummarizer,
-    MemoryKind,
-    MemoryStore,
-    OpenAISummarizer,
-    Priority,
-    Settings,
-)
-from memstore.offline_model import StandInModel, extractive_brain
-from memstore.summarizers import Summarizer
+from memstore import ExtractiveSummarizer, MemoryLimits, MemoryStore, TiktokenEstimator
+from memstore.model import ITEM_OVERHEAD_TOKENS
+from memstore.recall import RECALL_CLOSE, RECALL_OPEN
+from memstore.responses import SUMMARY_PREAMBLE
+from memstore.search_model import STOPWORDS
 
-SERVICES = ["checkout", "payments", "fraud", "inventory", "search", "billing", "ledger", "auth"]
-DATABASES = ["orders-db", "ledger-db", "sessions-db", "catalog-db"]
-DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
-MONTHS = ["March", "April", "May", "June"]
-
-CONSTRAINTS = [
-    "Never restart {svc}-service during business hours without paging the on-call first.",
-    "All schema migrations on {db} must be reversible and reviewed by a second engineer.",
-    "Only use the read replica {db}-replica-{n} for ad-hoc queries.",
-    "Do not change the public API of {svc}-service before the {month} release.",
-    "You must keep the error budget of {svc}-service above {pct} percent this quarter.",
-    "Always tag the rollback commit with incident number INC-{n}{m}.",
-]
-DECISIONS = [
-    "Decided to roll back {svc}-service to v2.{n}.{m} and keep the new rules table.",
-    "Set the {db} connection pool to {n}{m} connections for the {svc} workers.",
-    "Postponed the {svc}-service migration until the load test on {day} passes.",
-    "Moved the {svc} cache TTL from 300s to {n}{m}s to cut stale reads.",
-    "Paged the {svc} team lead and opened incident INC-{m}{n}{m} at severity 2.",
-    "Disabled the {svc} feature flag new-scoring-{n} for all regions.",
-]
-OBSERVATIONS = [
-    "{svc}-service p95 latency is {n}{m}40ms and degraded since 08:{m}{n} UTC.",
-    "Disk on {db}-primary is {pct}% full and grows {n}GB per day.",
-    "Error rate of {svc}-service jumped to {n}.{m}% right after deploy v2.{m}.{n}.",
-    "The {db} index idx_{svc}_user is unused; {svc} queries do sequential scans.",
-    "{svc}-service pods restarted {n}{m} times in the last hour with OOMKilled.",
-    "Replication lag on {db}-replica-{n} reached {m}{n} seconds at peak.",
-]
-QUESTIONS = [
-    "Is the {svc} cache warmed after each deploy?",
-    "Who owns the {db} backup schedule now?",
-    "Why did {svc}-service stop emitting traces at 07:{m}{n} UTC?",
-    "Does the {svc} retry policy double the load on {db} during failover?",
-    "Which team approved the {svc} rate limit of {n}{m}0 requests per second?",
-    "Can we prove that no {svc} orders were lost during the outage?",
-]
-CATEGORIES = {
-    "constraint": CONSTRAINTS,
-    "decision": DECISIONS,
-    "observation": OBSERVATIONS,
-    "question": QUESTIONS,
-}
-CHATTER = ["Thanks.", "Ok.", "Great, carry on.", "Hi again!", "Thanks, that helps.", "Got it."]
-REQUESTS = [
-    "Check the dashboards for {svc}-service next.",
-    "Look at the {svc} logs from the last hour.",
-    "Compare {svc} latency with yesterday at the same time.",
-    "Go through the recent deploys of {svc}-service.",
-]
-NARRATION = [
-    "I will look at the {svc} traces next and report back.",
-    "Here is what I found so far: nothing unusual in {svc} apart from the usual noise.",
-    "Shall I continue with {svc}-service or switch to {db}?",
-    "I checked {db}; its metrics look similar to last week, so I will move on.",
-]
-#: Words of one verbose NORMAL tool log: what a summary should not keep.
-LOG_LINES = 6
-#: Facts per session: 6 of each kind, spread over the first ~80% of the run.
-FACTS_PER_CATEGORY = 6
-#: Events between facts: enough filler that every compaction sees several kinds of noise.
-FILLER_PER_FACT = 7
-
-
-@dataclass(frozen=True)
-class Fact:
-    """One planted fact: its kind and exact sentence."""
-
-    category: str
-    text: str
-
-    @property
-    def opening(self) -> str:
-        """Its first five words: how a drifted version is recognised."""
-        return _norm(" ".join(self.text.split()[:5]))
-
-
-@dataclass(frozen=True)
-class Event:
-    """One append: role, kind, priority, content, and the fact it plants (if any)."""
-
-    role: str
-    kind: MemoryKind
-    priority: Priority
-    content: str
-    fact: Fact | None = None
-
-
-def _norm(text: str) -> str:
-    return " ".join(re.sub(r"[^\w%.:/-]+", " ", text.lower()).split())
-
-
-def _fill(rng: random.Random, template: str) -> str:
-    return template.format(
-        svc=rng.choice(SERVICES),
-        db=rng.choice(DATABASES),
-        day=rng.choice(DAYS),
-        month=rng.choice(MONTHS),
-        n=rng.randint(1, 9),
-        m=rng.randint(0, 9),
-        pct=rng.randint(80, 99),
-    )
-
-
-def _log(rng: random.Random) -> str:
-    svc = rng.choice(SERVICES)
-    return " ".join(
-        f"{rng.randint(10, 23)}:{rng.randint(10, 59)}:{rng.randint(10, 59)} GET /api/{svc}/"
-        f"{rng.choice(['health', 'items', 'orders', 'metrics'])} {rng.choice([200, 200, 304])} "
-        f"{rng.randint(3, 90)}ms pod={svc}-{rng.randint(1000, 9999)}"
-        for _ in range(LOG_LINES)
-    )
-
-
-def _filler(rng: random.Random, planted: list[Fact]) -> Event:
-    roll = rng.random()
-    if roll < 0.25:
-        return Event("tool", MemoryKind.TOOL_OBSERVATION, Priority.NORMAL, _log(rng))
-    if roll < 0.40:
-        noise = (
-            f"kubectl get pods -n {rng.choice(SERVICES)}: {rng.randint(3, 9)} Running, 0 Pending"
-        )
-        return Event("tool", MemoryKind.TOOL_OBSERVATION, Priority.LOW, noise)
-    if roll < 0.60:
-        return Event(
-            "assistant", MemoryKind.ASSISTANT_MESSAGE, Priority.NORMAL,
-            _fill(rng, rng.choice(NARRATION)),
-        )  # fmt: skip
-    if roll < 0.70 and planted:
-        # A restatement: the same fact again, wrapped in chatter (repetition to fold away).
-        fact = rng.choice([f for f in planted if f.category == "constraint"] or planted)
-        if fact.category in ("constraint", "question"):
-            return Event(
-                "user",
-                MemoryKind.USER_MESSAGE,
-                Priority.NORMAL,
-                f"{rng.choice(CHATTER)} {fact.text}",
-            )
-    text = f"{rng.choice(CHATTER)} {_fill(rng, rng.choice(REQUESTS))}"
-    return Event("user", MemoryKind.USER_MESSAGE, Priority.NORMAL, text)
-
-
-def _planting(category: str, text: str, rng: random.Random) -> Event:
-    fact = Fact(category, text)
-    if category == "decision":
-        return Event("developer", MemoryKind.DECISION, Priority.NORMAL, text, fact)
-    if category == "observation":
-        return Event("tool", MemoryKind.TOOL_OBSERVATION, Priority.HIGH, text, fact)
-    request = _fill(rng, rng.choice(REQUESTS))
-    content = f"{rng.choice(CHATTER)} {text} {request}"  # the fact sits among other sentences
-    return Event("user", MemoryKind.USER_MESSAGE, Priority.NORMAL, content, fact)
-
-
-def scenario(seed: int) -> Iterator[Event]:
-    """An endless session: facts among filler first, then filler only."""
-    rng = random.Random(seed)
-    pending = [(cat, _fill(rng, t)) for cat, ts in CATEGORIES.items() for t in ts]
-    rng.shuffle(pending)
-    pending = pending[: FACTS_PER_CATEGORY * len(CATEGORIES)]
-    planted: list[Fact] = []
-    yield Event("user", MemoryKind.USER_MESSAGE, Priority.NORMAL,
-                "Hi! Investigate the checkout incident end to end and keep me posted.")  # fmt: skip
-    while True:
-        for _ in range(FILLER_PER_FACT):
-            yield _filler(rng, planted)
-        if pending:
-            category, text = pending.pop()
-            event = _planting(category, text, rng)
-            assert event.fact is not None
-            planted.append(event.fact)
-            yield event
+CHITCHAT = "chitchat-dataset==0.9.0"
+CHITCHAT_SHA256 = "d2a5d0bf6acf354fef51f3af39cbece2220d3b8f6086b658c3d335105798312a"
+DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+CONDITIONS = ("truncation", "compaction", "compaction + recall")
 
 
 @dataclass
-class Run:
-    """One summarizer over one session."""
+class Conversation:
+    """One long conversation: its turns (role, text) and questions about them."""
 
-    summarizer: str
-    seed: int
-    facts: int = 0
-    retention: list[float] = field(default_factory=list)  # after each compaction
-    changed: list[str] = field(default_factory=list)
-    lost: list[str] = field(default_factory=list)
-    compactions: int = 0
-    summary_errors: int = 0
-    summary_tokens: int = 0
-    usage_tokens: int = 0
-    final_summary: str = ""
-    seconds: float = 0.0
-
-    @property
-    def final(self) -> float:
-        return self.retention[-1] if self.retention else 1.0
+    name: str
+    turns: list[tuple[str, str]] = field(default_factory=list)
+    #: (question, the indexes of its evidence turns)
+    questions: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
+    sessions: int = 0
 
 
-def check_facts(model_input: list[dict[str, Any]], facts: list[Fact]) -> tuple[int, list, list]:
-    """(facts kept, facts changed, facts lost) in ``model_input``."""
-    seen = _norm(" ".join(str(message.get("content", "")) for message in model_input))
-    kept, changed, lost = 0, [], []
-    for fact in facts:
-        if _norm(fact.text) in seen:
-            kept += 1
-        elif fact.opening in seen:
-            changed.append(fact)
-        else:
-            lost.append(fact)
-    return kept, changed, lost
+# -- the data -------------------------------------------------------------------------------
 
 
-async def run_session(
-    store: MemoryStore, name: str, summarizer: Summarizer, seed: int, compactions: int
-) -> Run:
-    """Append the seeded scenario until ``compactions`` compactions; measure after each."""
-    run = Run(name, seed)
-    memory = store.session(f"fidelity-{name}-{seed}", summarizer=summarizer)
-    planted: list[Fact] = []
-    counted = 0
-    began = time.perf_counter()
-    for event in scenario(seed):
-        await memory.add(event.role, event.content, kind=event.kind, priority=event.priority)
-        if event.fact is not None:
-            planted.append(event.fact)
-        reports = await memory.reports()
-        if len(reports) == counted:
-            continue
-        counted = len(reports)
-        kept, changed, lost = check_facts(await memory.build_model_input(), planted)
-        run.retention.append(kept / len(planted) if planted else 1.0)
-        if counted >= compactions:
-            run.changed = [f.text for f in changed]
-            run.lost = [f.text for f in lost]
-            break
-    run.seconds = time.perf_counter() - began
-    run.facts = len(planted)
-    run.compactions = counted
-    run.summary_errors = sum(1 for r in reports if r.summary_error)
-    run.usage_tokens = sum(int((r.usage or {}).get("total_tokens", 0)) for r in reports)
-    run.summary_tokens = reports[-1].summary_tokens or 0
-    run.final_summary = await memory.summary() or ""
-    return run
+def fetch_chitchat(cache: Path) -> Path:
+    """``dataset.json`` of the chitchat-dataset wheel, downloaded once with pip."""
+    target = cache / "chitchat-dataset-0.9.0" / "dataset.json"
+    if target.is_file() and _sha256(target) == CHITCHAT_SHA256:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+             "--only-binary", ":all:", CHITCHAT, "-d", scratch],
+            check=True,
+        )  # fmt: skip
+        (wheel,) = Path(scratch).glob("chitchat_dataset-*.whl")
+        with zipfile.ZipFile(wheel) as archive:
+            target.write_bytes(archive.read("chitchat_dataset/dataset.json"))
+    if _sha256(target) != CHITCHAT_SHA256:
+        target.unlink()
+        raise SystemExit("chitchat-dataset's dataset.json is not the expected file")
+    return target
 
 
-async def measure(db: Path, *, sessions: int = 3, compactions: int = 20) -> list[Run]:
-    """Both summarizers over ``sessions`` seeded sessions, in one database."""
-    runs: list[Run] = []
-    # FULL durability is not what is measured here; NORMAL keeps the run short.
-    async with MemoryStore.open(db, settings=Settings(sqlite_synchronous="NORMAL")) as store:
-        for seed in range(1, sessions + 1):
-            runs.append(
-                await run_session(store, "extractive", ExtractiveSummarizer(), seed, compactions)
-            )
-            standin = StandInModel(extractive_brain())
-            client = standin.client()
-            summarizer = OpenAISummarizer(client, "stand-in")
-            runs.append(await run_session(store, "openai-standin", summarizer, seed, compactions))
-            await client.close()
-    return runs
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def report(runs: list[Run], out: Any = sys.stdout) -> None:
-    """Print the table, retention after each compaction, and every changed or lost fact."""
-    print(
-        f"{'summarizer':<16} {'seed':>4} {'facts':>5} {'min kept':>9} {'final kept':>10} "
-        f"{'changed':>7} {'lost':>4} {'compactions':>11} {'errors':>6} {'summary tok':>11} "
-        f"{'model tok':>9}",
-        file=out,
-    )
-    for run in runs:
-        print(
-            f"{run.summarizer:<16} {run.seed:>4} {run.facts:>5} {min(run.retention):>9.0%} "
-            f"{run.final:>10.0%} {len(run.changed):>7} {len(run.lost):>4} {run.compactions:>11} "
-            f"{run.summary_errors:>6} {run.summary_tokens:>11} {run.usage_tokens:>9}",
-            file=out,
+def _words(text: str) -> list[str]:
+    return [w for w in "".join(c if c.isalnum() else " " for c in text.lower()).split()]
+
+
+def _normalized(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def chitchat_conversations(
+    path: Path, *, count: int, min_sessions: int, max_turns: int, questions: int
+) -> list[Conversation]:
+    """The ``count`` longest pairs' talks, each pair's as one conversation of whole sessions
+    (up to ``max_turns`` turns: LoCoMo's conversations run to 300-700)."""
+    data: dict[str, Any] = json.loads(path.read_text())
+    by_pair: dict[frozenset[str], list[dict[str, Any]]] = defaultdict(list)
+    for talk in data.values():
+        senders = frozenset(m["sender"] for turn in talk["messages"] for m in turn)
+        if len(senders) == 2:
+            by_pair[senders].append(talk)
+    pairs = [talks for talks in by_pair.values() if len(talks) >= min_sessions]
+    pairs.sort(key=lambda talks: (-len(talks), talks[0]["start"]))
+    out = []
+    for number, talks in enumerate(pairs[:count], 1):
+        talks.sort(key=lambda talk: talk["start"])
+        first = talks[0]["messages"][0][0]["sender"]
+        conv = Conversation(f"chitchat-{number}")
+        for talk in talks:
+            session = []
+            for turn in talk["messages"]:
+                role = "user" if turn[0]["sender"] == first else "assistant"
+                text = " ".join(m["text"].strip() for m in turn if m["text"].strip())
+                if text:
+                    session.append((role, text))
+            if conv.turns and len(conv.turns) + len(session) > max_turns:
+                break
+            conv.turns += session
+            conv.sessions += 1
+        _ask_later(conv, questions)
+        out.append(conv)
+    return out
+
+
+def _ask_later(conv: Conversation, limit: int) -> None:
+    """Questions a participant asked, to be asked again at the end, with the other's answer as
+    the evidence: the last sentence of a turn, ending in ``?``, with at least two telling
+    words, asked only once, whose next turn (the other person's, six words or more, not a
+    question) answers it. ``limit`` of them, evenly spread; each question is then taken out
+    of the history, so a search cannot find the question itself and must find the answer
+    by the words of the question."""
+    seen: dict[str, int] = defaultdict(int)
+    candidates = []
+    for index, ((role, text), (next_role, answer)) in enumerate(
+        zip(conv.turns, conv.turns[1:], strict=False)
+    ):
+        before, _, question = text.rpartition("? ")
+        question = question if question.endswith("?") or not before else text
+        question = question.rsplit(". ", 1)[-1].strip()
+        seen[_normalized(question)] += 1
+        telling = [w for w in _words(question) if w not in STOPWORDS]
+        if (
+            question.endswith("?")
+            and len(telling) >= 2
+            and next_role != role
+            and len(answer.split()) >= 6
+            and not answer.rstrip().endswith("?")
+        ):
+            candidates.append((index, question))
+    unique = [c for c in candidates if seen[_normalized(c[1])] == 1]
+    step = max(1.0, len(unique) / limit)
+    chosen = [unique[int(i * step)] for i in range(min(limit, len(unique)))]
+    asked = {index: question for index, question in chosen}
+    turns, moved = [], {}
+    for index, (role, text) in enumerate(conv.turns):
+        if index in asked:
+            text = text[: len(text) - len(asked[index])].strip()
+        moved[index] = len(turns)
+        if text:
+            turns.append((role, text))
+    conv.turns = turns
+    conv.questions = [(question, (moved[index + 1],)) for index, question in chosen]
+
+
+def locomo_conversations(path: Path, *, questions: int) -> list[Conversation]:
+    """LoCoMo's conversations: sessions in order, speaker A as ``user``."""
+    out = []
+    for sample in json.loads(path.read_text()):
+        talk = sample["conversation"]
+        conv = Conversation(str(sample.get("sample_id", len(out) + 1)))
+        position: dict[str, int] = {}
+        numbers = sorted(
+            int(key.split("_")[1])
+            for key in talk
+            if key.startswith("session_") and key.count("_") == 1
         )
-    for name in dict.fromkeys(r.summarizer for r in runs):
-        mine = [r for r in runs if r.summarizer == name]
-        width = max(len(r.retention) for r in mine)
-        shares = [
-            sum(r.retention[i] for r in mine if i < len(r.retention))
-            / sum(1 for r in mine if i < len(r.retention))
-            for i in range(width)
+        for number in numbers:
+            conv.sessions += 1
+            for turn in talk[f"session_{number}"]:
+                role = "user" if turn["speaker"] == talk["speaker_a"] else "assistant"
+                position[turn["dia_id"]] = len(conv.turns)
+                conv.turns.append((role, f"{turn['speaker']}: {turn['text']}"))
+        asked = [
+            (qa["question"], tuple(position[e] for e in qa["evidence"] if e in position))
+            for qa in sample["qa"]
+            if qa.get("category") != 5 and qa.get("evidence")
         ]
-        print(f"{name}: kept after each compaction: " + " ".join(f"{s:.0%}" for s in shares),
-              file=out)  # fmt: skip
-    by_seed: dict[int, set[str]] = {}
-    for run in runs:
-        by_seed.setdefault(run.seed, set()).add(run.final_summary)
-    same = all(len(summaries) == 1 for summaries in by_seed.values())
-    print(f"openai path (stand-in) summaries equal the extractive ones: {same}", file=out)
-    for run in runs:
-        for text in run.changed:
-            print(f"CHANGED [{run.summarizer} seed {run.seed}] {text}", file=out)
-        for text in run.lost:
-            print(f"LOST    [{run.summarizer} seed {run.seed}] {text}", file=out)
+        conv.questions = [q for q in asked if q[1]][:questions]
+        out.append(conv)
+    return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sessions", type=int, default=3, help="seeded sessions per summarizer")
-    parser.add_argument("--compactions", type=int, default=20, help="compactions per session")
-    parser.add_argument("--json", action="store_true", help="print the runs as JSON")
-    args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp:
-        runs = asyncio.run(
-            measure(Path(tmp) / "fidelity.db", sessions=args.sessions, compactions=args.compactions)
-        )
-    if args.json:
-        print(json.dumps([{**run.__dict__, "final": run.final} for run in runs], indent=2))
+# -- the measurement --------------------------------------------------------------------------
+
+
+def input_texts(messages: list[dict[str, Any]]) -> str:
+    """Everything a model input says, recalled passages decoded from their JSON lines."""
+    texts = []
+    for message in messages:
+        content = message["content"]
+        if RECALL_OPEN in content.split("\n"):
+            lines = content.split("\n")
+            block = lines[lines.index(RECALL_OPEN) + 1 : lines.index(RECALL_CLOSE)]
+            texts += [json.loads(line)["text"] for line in block]
+        elif content.startswith(SUMMARY_PREAMBLE):
+            texts.append(content.split("\n\n", 1)[1])
+        else:
+            texts.append(content)
+    return _normalized("\n".join(texts))
+
+
+def truncated(turns: list[tuple[str, str]], counts: list[int], budget: int) -> str:
+    """The newest turns whose cost (tokens + 4 each) fits ``budget``."""
+    used, kept = 0, []
+    for (_role, text), tokens in zip(reversed(turns), reversed(counts), strict=True):
+        if used + tokens + ITEM_OVERHEAD_TOKENS > budget:
+            break
+        used += tokens + ITEM_OVERHEAD_TOKENS
+        kept.append(text)
+    return _normalized("\n".join(kept))
+
+
+async def measure(conv: Conversation, store: MemoryStore, limits: MemoryLimits) -> dict[str, Any]:
+    """Answered questions per condition, and what the conversation weighs."""
+    estimator = TiktokenEstimator()
+    memory = store.session(
+        conv.name,
+        limits=limits,
+        estimator=estimator,
+        summarizer=ExtractiveSummarizer(),
+    )  # no recall_budget: recall only when asked, with the default budget (hard - target)
+    for role, text in conv.turns:
+        await memory.add(role, text)
+    counts = [estimator.count(" ".join(text.split())) for _role, text in conv.turns]
+    last_turns = truncated(conv.turns, counts, limits.hard)
+    compacted = input_texts(await memory.build_model_input())
+    answered = dict.fromkeys(CONDITIONS, 0)
+    for question, evidence in conv.questions:
+        recalled = input_texts(await memory.build_model_input(recall=question))
+        needed = [_normalized(conv.turns[i][1]) for i in evidence]
+        for condition, text in zip(CONDITIONS, (last_turns, compacted, recalled), strict=True):
+            answered[condition] += all(part in text for part in needed)
+    return {
+        "conversation": conv.name,
+        "sessions": conv.sessions,
+        "turns": len(conv.turns),
+        "history_tokens": sum(counts) + ITEM_OVERHEAD_TOKENS * len(counts),
+        "questions": len(conv.questions),
+        "compactions": len(await memory.reports()),
+        "answered": answered,
+    }
+
+
+async def run(conversations: list[Conversation], limits: MemoryLimits) -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory() as scratch:
+        async with MemoryStore.open(Path(scratch) / "fidelity.db") as store:
+            return [await measure(conv, store, limits) for conv in conversations]
+
+
+def report(dataset: str, rows: list[dict[str, Any]], limits: MemoryLimits) -> dict[str, Any]:
+    questions = sum(row["questions"] for row in rows)
+    totals = {c: sum(row["answered"][c] for row in rows) for c in CONDITIONS}
+    shares = {c: totals[c] / questions if questions else 0.0 for c in CONDITIONS}
+    ratio = shares["compaction + recall"] / shares["truncation"] if shares["truncation"] else None
+    return {
+        "dataset": dataset,
+        "limits": {"hard": limits.hard, "target": limits.target, "keep_recent": limits.keep_recent},
+        "conversations": rows,
+        "questions": questions,
+        "answered": totals,
+        "share": shares,
+        "recall_over_truncation": ratio,
+    }
+
+
+def print_report(result: dict[str, Any]) -> None:
+    limits = result["limits"]
+    print(
+        f"{result['dataset']}: {len(result['conversations'])} conversations, "
+        f"{result['questions']} questions; every input within {limits['hard']} tokens "
+        f"(limits {limits['hard']} / {limits['target']} / keep {limits['keep_recent']})"
+    )
+    print(f"{'conversation':<14}{'sessions':>9}{'turns':>7}{'tokens':>9}{'questions':>10}"
+          + "".join(f"{c:>22}" for c in CONDITIONS))  # fmt: skip
+    for row in result["conversations"]:
+        cells = "".join(f"{row['answered'][c]:>22}" for c in CONDITIONS)
+        print(f"{row['conversation']:<14}{row['sessions']:>9}{row['turns']:>7}"
+              f"{row['history_tokens']:>9}{row['questions']:>10}{cells}")  # fmt: skip
+    shares = "".join(f"{result['share'][c]:>22.1%}" for c in CONDITIONS)
+    print(f"{'all':<49}{shares}")
+    ratio = result["recall_over_truncation"]
+    print("compaction + recall / truncation: " + ("n/a" if ratio is None else f"{ratio:.2f}x"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--locomo", type=Path, help="LoCoMo's locomo10.json instead")
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE / "memstore-benchmarks")
+    parser.add_argument("--conversations", type=int, default=10)
+    parser.add_argument("--min-sessions", type=int, default=10)
+    parser.add_argument("--max-turns", type=int, default=600)
+    parser.add_argument("--questions", type=int, default=30, help="per conversation, at most")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    limits = MemoryLimits()  # the store's defaults
+    if args.locomo is not None:
+        dataset = "LoCoMo"
+        conversations = locomo_conversations(args.locomo, questions=args.questions)
     else:
-        report(runs)
-    return 0 if all(r.final == 1.0 and not r.changed for r in runs) else 1
+        dataset = "Chit-Chat Challenge (chitchat-dataset 0.9.0)"
+        conversations = chitchat_conversations(
+            fetch_chitchat(args.cache),
+            count=args.conversations,
+            min_sessions=args.min_sessions,
+            max_turns=args.max_turns,
+            questions=args.questions,
+        )
+    result = report(dataset, asyncio.run(run(conversations, limits)), limits)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_report(result)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

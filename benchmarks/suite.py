@@ -248,8 +248,11 @@ def processes(per_proc: int, rounds: int) -> tuple[list[Row], tuple[float, float
 # -- (4) the model input against a long history -------------------------------------------
 
 
-def history_records(removed: int, active: int) -> list[dict[str, Any]]:
-    """An export of a session with ``removed`` forgotten and ``active`` live items."""
+def history_records(
+    removed: int, active: int, texts: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """An export of a session with ``removed`` forgotten and ``active`` live items (their
+    ``texts`` in turn, if given; 20 times "word" otherwise)."""
     now = datetime.now(UTC).isoformat()
     total = removed + active
     records: list[dict[str, Any]] = [{
@@ -274,7 +277,8 @@ def history_records(removed: int, active: int) -> list[dict[str, Any]]:
         records.append({
             "type": "item", "id": str(uuid.uuid4()), "session_id": "h", "seq": seq,
             "role": "user", "kind": "USER_MESSAGE", "priority": 50,
-            "content": " ".join(["word"] * 20), "created_at": now, "estimated_tokens": 20,
+            "content": texts[(seq - 1) % len(texts)] if texts else " ".join(["word"] * 20),
+            "created_at": now, "estimated_tokens": 20,
             "added_version": seq if gone or not removed else seq + 1, "idempotency_key": None,
             "fate": "evicted" if gone else None, "removed_by": 1 if gone else None,
             "removed_version": total + 1 if gone else None, "version": 2 if gone else 1,

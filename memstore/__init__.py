@@ -58,6 +58,7 @@ if TYPE_CHECKING:
         SessionInfo,
     )
     from memstore.openai_summarizer import OpenAISummarizer
+    from memstore.search_model import SearchHit
     from memstore.session import SessionMemory
     from memstore.store import MemoryStore
     from memstore.summarizers import ExtractiveSummarizer
@@ -100,6 +101,7 @@ _EXPORTS = {
     "SchemaError": "memstore.errors",
     "SchemaOutdatedError": "memstore.errors",
     "SchemaTooNewError": "memstore.errors",
+    "SearchHit": "memstore.search_model",
     "SessionInfo": "memstore.model",
     "SessionMemory": "memstore.session",
     "SessionNotFoundError": "memstore.errors",
@@ -167,6 +169,7 @@ __all__ = [
     "SchemaError",
     "SchemaOutdatedError",
     "SchemaTooNewError",
+    "SearchHit",
     "SessionInfo",
     "SessionMemory",
     "SessionNotFoundError",

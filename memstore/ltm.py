@@ -54,8 +54,7 @@ from memstore.ltm_model import (
     validate_scope,
     validate_scopes,
 )
-from memstore.model import ITEM_OVERHEAD_TOKENS
-from memstore.responses import memories_message, memory_line
+from memstore.responses import fit_block, memories_message, memory_line
 
 __all__ = ["LongTermChange", "LongTermEntry", "LongTermMemory", "MemoriesBlock", "fit_memories"]
 
@@ -106,20 +105,17 @@ def fit_memories(
     Returns:
         The block, or ``None`` when no entry fits (then no message is added).
     """
-    used = count(memories_message([], omitted=0)["content"]) + ITEM_OVERHEAD_TOKENS
-    chosen: list[LongTermEntry] = []
-    for entry in entries:
-        cost = count(memory_line(entry))
-        if used + cost <= budget:
-            chosen.append(entry)
-            used += cost
-    while chosen:
-        message = memories_message(chosen, omitted=total - len(chosen))
-        tokens = count(message["content"]) + ITEM_OVERHEAD_TOKENS
-        if tokens <= budget:
-            return MemoriesBlock(message, tokens, tuple(chosen), total - len(chosen))
-        chosen.pop()
-    return None
+    fitted = fit_block(
+        entries,
+        memory_line,
+        lambda chosen: memories_message(chosen, omitted=total - len(chosen)),
+        count,
+        budget,
+    )
+    if fitted is None:
+        return None
+    message, tokens, chosen = fitted
+    return MemoriesBlock(message, tokens, tuple(chosen), total - len(chosen))
 
 
 # -- the API -----------------------------------------------------------------------------------

@@ -254,16 +254,17 @@ def validate_scopes(scopes: object) -> tuple[str, ...]:
     return tuple(out)
 
 
-def memory_budget(budget: object, limits: MemoryLimits) -> int:
-    """The token budget of the "Relevant memories" message (default: ``hard - target``).
+def memory_budget(budget: object, limits: MemoryLimits, field: str = "ltm_budget") -> int:
+    """The token budget of a message added to the model input (the "Relevant memories", the
+    recalled passages); default ``hard - target``.
 
-    ``hard - target`` is the head-room a compaction always leaves, so right after one the
-    memories never push working memory out of the view.
+    ``hard - target`` is the head-room a compaction always leaves, so right after one such a
+    message never pushes working memory out of the view.
     """
     if budget is None:
         return limits.hard - limits.target
     if isinstance(budget, bool) or not isinstance(budget, int) or not 1 <= budget < limits.hard:
         raise ConfigurationError(
-            "ltm_budget", f"must be an integer from 1 to {limits.hard - 1}, got {budget!r}"
+            field, f"must be an integer from 1 to {limits.hard - 1}, got {budget!r}"
         )
     return budget

@@ -23,10 +23,10 @@ from __future__ import annotations
 import copy
 import json
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from memstore.model import MemoryItem, MemoryKind
+from memstore.model import ITEM_OVERHEAD_TOKENS, MemoryItem, MemoryKind
 from memstore.units import valid_input
 
 if TYPE_CHECKING:
@@ -55,6 +55,8 @@ MEMORIES_CLOSE = "</memories>"
 #: controls, format characters (bidi overrides, zero-width), line and paragraph separators,
 #: private use, surrogates and unassigned code points.
 _ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Co", "Cs", "Cn"})
+
+T = TypeVar("T")
 
 _ROLE_BY_KIND: Mapping[MemoryKind, tuple[str, str]] = {
     MemoryKind.USER_MESSAGE: ("user", ""),
@@ -158,20 +160,60 @@ def memories_message(
     return message("developer", "\n".join(lines))
 
 
+def fit_block(
+    candidates: Sequence[T],
+    line: Callable[[T], str],
+    render: Callable[[list[T]], dict[str, Any]],
+    count: Callable[[str], int],
+    budget: int,
+) -> tuple[dict[str, Any], int, list[T]] | None:
+    """The fenced message of the candidates that fit ``budget`` tokens, framing included.
+
+    Candidates are taken in order (highest priority first); one whose line does not fit is
+    skipped and the next ones are still tried, so a large one never hides the small ones
+    after it. The rendered message is then counted whole, and the lowest-priority candidate
+    dropped until it fits (line costs need not add up exactly to the message's).
+
+    Args:
+        candidates: Highest priority first.
+        line: A candidate's line in the block (what it adds to the message).
+        render: The message listing the chosen candidates (given in priority order).
+        count: The session's token estimator.
+        budget: Tokens the message may use.
+
+    Returns:
+        The message, its tokens and the chosen candidates; ``None`` when nothing fits.
+    """
+    used = count(render([])["content"]) + ITEM_OVERHEAD_TOKENS
+    chosen: list[T] = []
+    for candidate in candidates:
+        cost = count(line(candidate))
+        if used + cost <= budget:
+            chosen.append(candidate)
+            used += cost
+    while chosen:
+        built = render(chosen)
+        tokens = count(built["content"]) + ITEM_OVERHEAD_TOKENS
+        if tokens <= budget:
+            return built, tokens, chosen
+        chosen.pop()
+    return None
+
+
 def build_input(
     items: Sequence[MemoryItem],
     summary: str | None,
     *,
     preamble: Iterable[dict[str, Any]] = (),
     memories: dict[str, Any] | None = None,
+    recalled: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """The model input, oldest first: ``preamble`` messages, the summary, the long-term
-    memories message (if any), then the items (as a valid Responses input:
-    :func:`memstore.units.valid_input`)."""
+    memories message (if any), the recalled passages (if any), then the items (as a valid
+    Responses input: :func:`memstore.units.valid_input`)."""
     out = list(preamble)
     if summary is not None:
         out.append(summary_message(summary))
-    if memories is not None:
-        out.append(memories)
+    out.extend(extra for extra in (memories, recalled) if extra is not None)
     out.extend(valid_input([item_message(item) for item in items]))
     return out

@@ -15,6 +15,8 @@ the next append tries again.
 A handle opened with ``ltm_scopes`` adds the "Relevant memories" message (long-term entries,
 :mod:`memstore.ltm`) to its model input, right after the summary. Its tokens count against
 the hard limit: the message gets at most ``ltm_budget`` tokens and working memory the rest.
+One opened with ``recall_budget`` likewise adds the passages of its own history that best
+match the newest user message (:mod:`memstore.recall`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from memstore.compactor import Compactor
 from memstore.config import fault_point
 from memstore.db import append as appends
 from memstore.db import reads, rewind
+from memstore.db import search as search_db
 from memstore.db.lease import LeaseHolder
 from memstore.errors import (
     EstimatorMismatchError,
@@ -57,7 +60,15 @@ from memstore.policy import (
     Snapshot,
     bounded_view,
 )
+from memstore.recall import (
+    RECALL_CANDIDATES,
+    RecallBlock,
+    fit_recall,
+    novel_passages,
+    recall_query,
+)
 from memstore.responses import build_input
+from memstore.search_model import SearchHit, SearchScope, search_terms, validate_limit
 from memstore.summarizers import Summarizer
 from memstore.tokens import TokenEstimator
 from memstore.validation import validate_idempotency_key, validate_text
@@ -65,7 +76,7 @@ from memstore.validation import validate_idempotency_key, validate_text
 if TYPE_CHECKING:
     from memstore.config import Settings
     from memstore.db import Database
-    from memstore.ltm import LongTermMemory
+    from memstore.ltm import LongTermMemory, MemoriesBlock
 
 
 log = logging.getLogger("memstore")
@@ -110,6 +121,7 @@ class SessionMemory:
         summarizer: Summarizer,
         ltm_scopes: Iterable[str] = (),
         ltm_budget: int | None = None,
+        recall_budget: int | None = None,
     ) -> None:
         self.session_id = session_id
         self.settings = settings
@@ -120,6 +132,10 @@ class SessionMemory:
         self.summarizer = summarizer
         self.ltm_scopes = validate_scopes(ltm_scopes)
         self.ltm_budget = memory_budget(ltm_budget, limits)
+        #: Set: every model input recalls (``None``: only when asked, with the default).
+        self.recall_budget = (
+            None if recall_budget is None else memory_budget(recall_budget, limits, "recall_budget")
+        )
         self._observers: list[Observer] = []
         self._db = database
         self._compactor = Compactor(
@@ -374,7 +390,7 @@ class SessionMemory:
         """A consistent read of the whole working memory (``None``: not written yet)."""
         return await reads.snapshot(self._db, self.session_id)
 
-    async def build_model_input(self) -> list[dict[str, Any]]:
+    async def build_model_input(self, *, recall: str | None = None) -> list[dict[str, Any]]:
         """The Responses API ``input`` list, never above the hard limit.
 
         While the session waits for a compaction (another worker holds the lease), the
@@ -385,7 +401,20 @@ class SessionMemory:
         lowest-priority entries are left out to fit) count against the hard limit, and
         working memory is shown within what remains, so the whole input stays within it.
         Memories never enter the session itself: they do not trigger compactions.
+
+        With ``recall`` (or, on a handle opened with ``recall_budget``, by default with the
+        newest user message), one more fenced ``developer`` message follows: the passages
+        that left working memory and best match it, oldest first, within ``recall_budget``
+        tokens (default ``hard - target``), counted against the hard limit the same way.
+        Nothing the input already holds is recalled.
+
+        Args:
+            recall: What to search the session's history for.
+
+        Raises:
+            ValidationError: ``recall`` is not text, blank or too long.
         """
+        terms = None if recall is None else search_terms(recall, "recall")
         snap = await self._snapshot_checked()
         memories = None
         if self.ltm_scopes:
@@ -394,9 +423,61 @@ class SessionMemory:
             )
         if snap is None:
             return [] if memories is None else [memories.message]
-        budget = self.limits.hard - (0 if memories is None else memories.tokens)
+        room = self.limits.hard - (0 if memories is None else memories.tokens)
+        recalled = await self._recall(snap, terms, memories, room)
+        budget = room - (0 if recalled is None else recalled.tokens)
         kept, summary = bounded_view(snap, self.limits, self.estimator.count, budget)
-        return build_input(kept, summary, memories=None if memories is None else memories.message)
+        return build_input(
+            kept,
+            summary,
+            memories=None if memories is None else memories.message,
+            recalled=None if recalled is None else recalled.message,
+        )
+
+    async def _recall(
+        self,
+        snap: Snapshot,
+        terms: tuple[str, ...] | None,
+        memories: MemoriesBlock | None,
+        room: int,
+    ) -> RecallBlock | None:
+        if terms is None:
+            query = None if self.recall_budget is None else recall_query(snap.items)
+            if query is None:
+                return None
+            terms = search_terms(query)
+        if not terms or snap.compaction_count == 0:  # nothing has left working memory yet
+            return None
+        found = await search_db.passages(
+            self._db, terms, self.session_id, RECALL_CANDIDATES, reads.utcnow()
+        )
+        held = [item.content for item in snap.items]
+        held += [text for text in (snap.summary,) if text is not None]
+        if memories is not None:
+            held.append(memories.message["content"])
+        budget = memory_budget(self.recall_budget, self.limits, "recall_budget")
+        return fit_recall(novel_passages(found, held), self.estimator.count, min(budget, room))
+
+    async def search(
+        self, query: str, *, limit: int = 10, include_active: bool = False
+    ) -> list[SearchHit]:
+        """Search the session's history: what left working memory, best match first.
+
+        Args:
+            query: Words to look for (text, not syntax: any character is safe).
+            limit: Hits to return at most (1-1,000).
+            include_active: Also search the active items and the current summary.
+
+        Returns:
+            Hits with the item (and its fate and the compaction that removed it) or the
+            summary, a score and a snippet; empty when nothing matches.
+
+        Raises:
+            ValidationError: a bad query or limit.
+        """
+        terms = search_terms(query)
+        scope = SearchScope((self.session_id,), (), include_active=bool(include_active))
+        return await search_db.search(self._db, terms, scope, validate_limit(limit), reads.utcnow())
 
     async def reports(self) -> list[CompactionReport]:
         """Every compaction report of the session, oldest first."""

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from memstore.db.lease import LeaseHolder
     from memstore.invariants import Violation
     from memstore.ltm import LongTermMemory
+    from memstore.search_model import SearchHit
     from memstore.session import SessionMemory
     from memstore.summarizers import Summarizer
     from memstore.tokens import TokenEstimator
@@ -146,6 +147,7 @@ class MemoryStore:
         summarizer: Summarizer | None = None,
         ltm_scopes: Iterable[str] = (),
         ltm_budget: int | None = None,
+        recall_budget: int | None = None,
     ) -> SessionMemory:
         """A handle on one session; the session is created by its first append.
 
@@ -158,9 +160,13 @@ class MemoryStore:
                 one "Relevant memories" message, after the summary; earlier scopes first.
             ltm_budget: Tokens that message may use, counted against the hard limit
                 (default ``hard - target``, the head-room a compaction leaves).
+            recall_budget: Recall by default: every ``build_model_input`` adds what left
+                working memory and best matches the newest user message, in at most this
+                many tokens, counted against the hard limit (see :mod:`memstore.recall`).
 
         Raises:
-            ValidationError: a bad session id or scope; ``ltm_budget`` not in 1..hard-1.
+            ValidationError: a bad session id or scope; ``ltm_budget`` or ``recall_budget``
+                not in 1..hard-1.
         """
         from memstore.session import SessionMemory
         from memstore.summarizers import ExtractiveSummarizer
@@ -177,6 +183,7 @@ class MemoryStore:
             summarizer=summarizer or ExtractiveSummarizer(),
             ltm_scopes=ltm_scopes,
             ltm_budget=ltm_budget,
+            recall_budget=recall_budget,
         )
 
     async def attach(
@@ -185,11 +192,13 @@ class MemoryStore:
         *,
         summarizer: Summarizer | None = None,
         ltm_scopes: Iterable[str] = (),
+        recall_budget: int | None = None,
     ) -> SessionMemory:
         """A handle on an *existing* session, with the estimator and limits it recorded.
 
         This is what operator tools use: they must count the way the session was counted.
-        ``ltm_scopes`` is as for :meth:`session` (scopes are not recorded per session).
+        ``ltm_scopes`` and ``recall_budget`` are as for :meth:`session` (they are not
+        recorded per session).
 
         Raises:
             SessionNotFoundError: no such session.
@@ -203,7 +212,38 @@ class MemoryStore:
             estimator=RecordedEstimator(info.estimator),
             summarizer=summarizer,
             ltm_scopes=ltm_scopes,
+            recall_budget=recall_budget,
         )
+
+    async def search(
+        self,
+        query: str,
+        *,
+        sessions: Iterable[str] | None = None,
+        scopes: Iterable[str] | None = None,
+        limit: int = 10,
+    ) -> list[SearchHit]:
+        """Search every session's items (of any fate) and summaries, and long-term memory.
+
+        Args:
+            query: Words to look for (text, not syntax: any character is safe).
+            sessions: Only these sessions. Given alone, no long-term entry is searched.
+            scopes: Only these long-term scopes. Given alone, no session is searched.
+            limit: Hits to return at most (1-1,000), best first.
+
+        Returns:
+            Hits carrying the item (with its fate and the compaction that removed it), the
+            summary or the entry, a score and a snippet.
+
+        Raises:
+            ValidationError: a bad query, limit, session id or scope.
+        """
+        from memstore.db import search as search_db
+        from memstore.search_model import SearchScope, search_terms, validate_limit
+
+        terms = search_terms(query)
+        scope = SearchScope.across(sessions, scopes)
+        return await search_db.search(self._db, terms, scope, validate_limit(limit), reads.utcnow())
 
     async def session_info(self, session_id: str) -> SessionInfo:
         """The header of one session (counters, totals, limits).
@@ -251,6 +291,11 @@ class MemoryStore:
             ]
         else:
             ids = [validate_session_id(session_id)]
+        one = None if session_id is None else ids[0]
+        found += [
+            Violation(one or "*", "search index", p)
+            for p in await audit.index_problems(self._db, one)
+        ]
         for sid in ids:
             ledger = await audit.load_ledger(self._db, sid)
             if ledger is None:

@@ -21,7 +21,11 @@ from memstore.model import MemoryKind, Priority, parse_kind, parse_priority
 
 if TYPE_CHECKING:
     from memstore.ltm import LongTermMemory
+    from memstore.session import SessionMemory
 
+#: Passages one ``search_memory`` call returns: enough to find a detail, few enough that the
+#: answer itself does not crowd working memory.
+SEARCH_TOOL_HITS = 5
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _JSON_TYPES: Mapping[str, tuple[type, ...]] = {
     "string": (str,),
@@ -153,6 +157,40 @@ def memory_tools(ltm: LongTermMemory, scope: str) -> list[Tool]:
             priority=Priority.LOW,
         ),
     ]
+
+
+def search_tool(memory: SessionMemory) -> Tool:
+    """``search_memory(query)``: the passages of this session that left working memory (and
+    superseded summaries) that best match ``query``, as JSON lines, best first."""
+
+    async def search_memory(query: str) -> str:
+        hits = await memory.search(query, limit=SEARCH_TOOL_HITS)
+        if not hits:
+            return "no earlier passage matches"
+        return "\n".join(
+            json.dumps(
+                {"seq": hit.seq, "role": None if hit.item is None else hit.item.role.value,
+                 "source": hit.source, "text": hit.text},
+                ensure_ascii=False,
+            )
+            for hit in hits
+        )  # fmt: skip
+
+    return Tool(
+        "search_memory",
+        "Search this conversation's earlier history (what has left your working memory, "
+        "and earlier summaries) for words; returns the best matching passages.",
+        {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "Words to look for, e.g. a name."}
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+        search_memory,
+        priority=Priority.LOW,
+    )
 
 
 def check_arguments(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> str | None:

@@ -16,13 +16,13 @@ SESSION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 MAX_IDEMPOTENCY_KEY_CHARS = 200
 
 
-def validate_session_id(session_id: object) -> str:
+def validate_session_id(session_id: object, field: str = "session_id") -> str:
     """Return ``session_id`` if valid: 1-128 chars of ``[A-Za-z0-9._:@-]``, alphanumeric first."""
     if not isinstance(session_id, str):
-        raise ValidationError("session_id", f"must be a string, got {type(session_id).__name__}")
+        raise ValidationError(field, f"must be a string, got {type(session_id).__name__}")
     if not SESSION_ID_PATTERN.fullmatch(session_id):
         raise ValidationError(
-            "session_id",
+            field,
             f"{session_id[:60]!r} is not a valid id (1-128 characters of letters, digits "
             "and ._:@-, starting with a letter or digit)",
         )

@@ -18,6 +18,7 @@ from sqlalchemy import Connection
 
 from memstore.config import Settings, default_database
 from memstore.db.engine import open_database
+from memstore.db.search import modelled
 from memstore.db.tables import metadata
 
 config = context.config
@@ -29,6 +30,7 @@ def run_on(connection: Connection) -> None:
         target_metadata=metadata,
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        include_name=modelled,  # the search index is the migrations' alone
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -82,7 +82,7 @@ async def test_first_turn_request_and_what_memory_keeps(store: MemoryStore) -> N
     assert body["instructions"] == DEFAULT_INSTRUCTIONS
     assert body["store"] is False
     assert body["input"] == [{"role": "user", "content": "Hi, I am Alice."}]
-    assert [t["name"] for t in body["tools"]] == ["remember", "recall"]
+    assert [t["name"] for t in body["tools"]] == ["remember", "recall", "search_memory"]
     remember = body["tools"][0]
     assert remember["type"] == "function"
     assert remember["parameters"]["required"] == ["key", "value"]
@@ -364,6 +364,17 @@ async def test_open_keeps_an_existing_sessions_estimator(store: MemoryStore) -> 
     agent = await Agent.open(store, "old", client=StandInModel().client(), model=MODEL)
     assert agent.memory.estimator.name == WordEstimator().name
     assert agent.scope == "global"
+
+
+async def test_open_with_recall_gives_the_session_a_recall_budget(store: MemoryStore) -> None:
+    limits = MemoryLimits(hard=400, target=250, keep_recent=2)
+    agent = await Agent.open(
+        store, "r", client=StandInModel().client(), model=MODEL, limits=limits, recall=True
+    )
+    assert agent.memory.recall_budget == 150
+    plain = await Agent.open(store, "p", client=StandInModel().client(), model=MODEL)
+    assert plain.memory.recall_budget is None
+    assert "search_memory" in plain.tools
 
 
 async def test_bad_configuration_is_refused(store: MemoryStore) -> None:

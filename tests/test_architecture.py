@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "memstore.openai_summarizer",
             "memstore.responses",
             "memstore.responses_client",
+            "memstore.recall",
         ),
     ),
     (
@@ -47,6 +48,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "memstore.replay",
             "memstore.tokens",
             "memstore.ltm_model",
+            "memstore.search_model",
             "memstore.validation",
             "memstore.redaction",
             "memstore.timeline",

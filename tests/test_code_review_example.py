@@ -70,6 +70,7 @@ async def test_a_preference_from_one_run_shapes_the_next(tmp_path: Path) -> None
     assert {t["name"] for t in first_request["tools"]} == {
         "remember",
         "recall",
+        "search_memory",
         "read_file",
         "patch_file",
         "print_review",

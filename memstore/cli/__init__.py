@@ -35,6 +35,7 @@ COMMANDS = {
     "purge": "memstore.cli.transfer:purge_session",
     "replay": "memstore.cli.replay:replay_session",
     "reports": "memstore.cli.inspect:show_reports",
+    "search": "memstore.cli.search:search_history",
     "sessions": "memstore.cli.inspect:list_sessions",
     "show": "memstore.cli.inspect:show_session",
 }
@@ -50,6 +51,10 @@ OPTION_FIELDS = {
     "keep_recent": "'--keep-recent'",
     "scope": "'--scope'",
     "ltm_scopes": "'--scope'",
+    "scopes": "'--scope'",
+    "sessions": "'--session'",
+    "limit": "'--limit'",
+    "recall": "'--recall'",
     "prefix": "'--prefix'",
     "ttl": "'--ttl'",
     "idempotency_key": "'--idempotency-key'",
@@ -76,6 +81,7 @@ SUMMARIES = {
     "purge": "Delete SESSION and everything recorded about it.",
     "replay": "Replay SESSION's history in commit order and verify it equals the stored state.",
     "reports": "List a session's compaction reports, oldest first.",
+    "search": "Search every item (of any fate), summary and long-term entry for QUERY's words.",
     "sessions": "List sessions: active items, tokens against limits, compactions, last update.",
     "show": "Show a session's summary, active items and totals.",
 }

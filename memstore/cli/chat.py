@@ -2,8 +2,10 @@
 
 The agent is :class:`memstore.agent.Agent`: the session is its working memory (user turns,
 replies and its tool calls), the ``--scope`` long-term entries are in its model input, and
-the model gets ``remember(key, value)`` and ``recall(key)`` over that scope. Compactions are
-shown as they happen.
+the model gets ``remember(key, value)`` and ``recall(key)`` over that scope, and
+``search_memory(query)`` over the session's history. Each turn's input also recalls what left
+working memory and matches the user's message (``--no-recall``: not). Compactions are shown
+as they happen.
 
 The model is configured like the official client: ``OPENAI_API_KEY`` (required),
 ``OPENAI_BASE_URL`` (any OpenAI-compatible server) and ``OPENAI_MODEL`` (or ``--model``).
@@ -138,6 +140,7 @@ async def run_chat(
     *,
     scope: str,
     summarizer_name: str,
+    recall: bool = True,
     max_tool_rounds: int,
     timeout: float,
     max_retries: int,
@@ -159,6 +162,7 @@ async def run_chat(
             model=settings.model,
             scope=scope,
             summarizer=ExtractiveSummarizer() if summarizer_name == "extractive" else None,
+            recall=recall,
             max_tool_rounds=max_tool_rounds,
             timeout=timeout,
             on_tool_call=lambda call: out.print(tool_line(call), soft_wrap=True),
@@ -219,6 +223,12 @@ async def run_chat(
     help="Who writes the working-memory summary: the same model, or the offline extractor.",
 )
 @click.option(
+    "--recall/--no-recall",
+    default=True,
+    show_default=True,
+    help="Add what left working memory and matches each message to the model input.",
+)
+@click.option(
     "--max-tool-rounds",
     type=click.IntRange(min=1),
     default=8,
@@ -246,6 +256,7 @@ def chat(
     model: str | None,
     scope: str,
     summarizer: str,
+    recall: bool,
     max_tool_rounds: int,
     timeout: float,
     max_retries: int,
@@ -267,6 +278,7 @@ def chat(
                 settings,
                 scope=scope,
                 summarizer_name=summarizer,
+                recall=recall,
                 max_tool_rounds=max_tool_rounds,
                 timeout=timeout,
                 max_retries=max_retries,

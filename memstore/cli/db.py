@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import sys
 
 import click
 
@@ -34,7 +36,15 @@ def db_current(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def db_upgrade(ctx: click.Context) -> None:
     """Create the database or upgrade its schema to the newest revision."""
-    before, after = asyncio.run(schema_status(ctx.find_root().obj, upgrade=True))
+    # A long migration (indexing a large history for search) says how far it got.
+    progress = logging.StreamHandler(sys.stderr)
+    log = logging.getLogger("memstore")
+    log.addHandler(progress)
+    log.setLevel(min(log.getEffectiveLevel(), logging.INFO))
+    try:
+        before, after = asyncio.run(schema_status(ctx.find_root().obj, upgrade=True))
+    finally:
+        log.removeHandler(progress)
     if before.current == after.current:
         click.echo(f"already at {after.current}")
     else:

@@ -14,6 +14,7 @@ from memstore.cli.output import (
     cell,
     console,
     json_option,
+    listing,
     preview,
     print_json,
     run_with_store,
@@ -73,17 +74,17 @@ def list_sessions(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         print_json([info.to_dict() for info in infos])
         return
-    table = Table(title="sessions", title_justify="left")
-    for name, justify in (
-        ("session", "left"),
-        ("active items", "right"),
-        ("tokens", "right"),
-        ("hard / target", "right"),
-        ("compactions", "right"),
-        ("updated (UTC)", "left"),
-    ):
-        # Identifiers fold on a narrow terminal, never lose characters to an ellipsis.
-        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    table = listing(
+        "sessions",
+        [
+            ("session", "left"),
+            ("active items", "right"),
+            ("tokens", "right"),
+            ("hard / target", "right"),
+            ("compactions", "right"),
+            ("updated (UTC)", "left"),
+        ],
+    )
     for info in infos:
         table.add_row(
             info.id,
@@ -215,11 +216,20 @@ def show_reports(ctx: click.Context, session_id: str, as_json: bool) -> None:
     help="Include this long-term scope's entries, as an agent using it would "
     "(repeatable; scopes are not recorded per session).",
 )
+@click.option(
+    "--recall",
+    metavar="QUERY",
+    default=None,
+    help="Also recall what left working memory and matches QUERY, as `chat` does.",
+)
 @click.pass_context
-def show_input(ctx: click.Context, session_id: str, scopes: tuple[str, ...]) -> None:
+def show_input(
+    ctx: click.Context, session_id: str, scopes: tuple[str, ...], recall: str | None
+) -> None:
     """Print the exact Responses API input the session would send now, as JSON."""
 
     async def load(store: MemoryStore) -> list[dict[str, Any]]:
-        return await (await store.attach(session_id, ltm_scopes=scopes)).build_model_input()
+        memory = await store.attach(session_id, ltm_scopes=scopes)
+        return await memory.build_model_input(recall=recall)
 
     print_json(run_with_store(ctx, load, read_only=True))

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
 from memstore.store import MemoryStore
@@ -98,6 +99,15 @@ def cell(text: str, full: bool = False) -> Text:
     if full or is_terminal():
         return plain(text, full)
     return Text(" ".join(text.split()))
+
+
+def listing(title: str, columns: Sequence[tuple[str, str]]) -> Table:
+    """A table of records with these (name, justification) columns; cells fold on a narrow
+    terminal, so identifiers never lose characters to an ellipsis."""
+    table = Table(title=title, title_justify="left")
+    for name, justify in columns:
+        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    return table
 
 
 def with_progress(items: Sequence[T], label: str) -> Iterator[T]:

@@ -7,12 +7,14 @@ changing it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-from sqlalchemy import Connection, select, text
+from sqlalchemy import Connection, bindparam, select, text
 
 from memstore.db.engine import Database
+from memstore.db.search import FTS_TABLES, POSTGRES_INDEXES, TOKENIZER
 from memstore.db.tables import compactions, items, sessions, summaries
 from memstore.invariants import Ledger
 
@@ -90,4 +92,122 @@ async def integrity_problems(db: Database) -> list[str]:
     integrity, foreign = await db.run_read(read)
     problems = [f"integrity_check: {line}" for line in integrity if line != "ok"]
     problems += [f"foreign_key_check: {tuple(r)}" for r in foreign]
+    return problems
+
+
+async def index_problems(db: Database, session_id: str | None = None) -> list[str]:
+    """Where the full-text index disagrees with the rows it indexes (empty: ok).
+
+    SQLite: every FTS5 table and its three triggers exist, and each index holds exactly the
+    words of its rows: the rows (of ``session_id`` only, if given; long-term entries only
+    without it) are indexed afresh into a temporary FTS5 table with the same tokenizer, and
+    the two indexes' word instances must be equal both ways. Temporary tables are writable
+    on a read-only connection, so this writes nothing to the database. PostgreSQL maintains
+    its expression indexes itself: they must exist and be valid.
+    """
+    if db.dialect == "sqlite":
+        return await db.run_read(partial(_sqlite_index_problems, session_id=session_id))
+    return await db.run_read(_postgres_index_problems)
+
+
+def _sqlite_index_problems(conn: Connection, session_id: str | None) -> list[str]:
+    found = {row[0] for row in conn.execute(text("SELECT name FROM sqlite_master"))}
+    problems: list[str] = []
+    for name, (table, key, columns) in FTS_TABLES.items():
+        missing = [
+            part
+            for part in (name, f"{name}_insert", f"{name}_delete", f"{name}_update")
+            if part not in found
+        ]
+        if missing:
+            problems.append(f"search index: missing {', '.join(missing)}")
+        elif session_id is None or table != "ltm_entries":
+            problems += _compare_index(conn, name, table, key, columns, session_id)
+    return problems
+
+
+_FRESH, _FRESH_WORDS, _STORED_WORDS = (
+    "temp.memstore_check_index",
+    "temp.memstore_check_fresh",
+    "temp.memstore_check_stored",
+)
+
+
+def _compare_index(
+    conn: Connection,
+    name: str,
+    table: str,
+    key: str,
+    columns: Sequence[str],
+    session_id: str | None,
+) -> list[str]:
+    listed = ", ".join(columns)
+    rows = f"SELECT {key} FROM main.{table}" + (
+        "" if session_id is None else " WHERE session_id = :sid"
+    )
+    params = {"sid": session_id}
+    _drop_scratch(conn)
+    try:
+        conn.execute(
+            text(f"CREATE VIRTUAL TABLE {_FRESH} USING fts5({listed}, tokenize='{TOKENIZER}')")
+        )
+        conn.execute(
+            text(
+                f"INSERT INTO {_FRESH}(rowid, {listed}) SELECT {key}, {listed} FROM main.{table} "
+                f"WHERE {key} IN ({rows})"
+            ),
+            params,
+        )
+        conn.execute(
+            text(
+                f"CREATE VIRTUAL TABLE {_FRESH_WORDS} "
+                "USING fts5vocab(temp, memstore_check_index, instance)"
+            )
+        )
+        conn.execute(
+            text(f"CREATE VIRTUAL TABLE {_STORED_WORDS} USING fts5vocab(main, {name}, instance)")
+        )
+        stored = f"SELECT term, doc, col, offset FROM {_STORED_WORDS}"
+        if session_id is not None:
+            stored += f" WHERE doc IN ({rows})"
+        fresh = f"SELECT term, doc, col, offset FROM {_FRESH_WORDS}"
+        differing = (
+            conn.execute(
+                text(
+                    f"SELECT DISTINCT doc FROM ({stored} EXCEPT {fresh}) UNION "
+                    f"SELECT DISTINCT doc FROM ({fresh} EXCEPT {stored}) ORDER BY 1"
+                ),
+                params,
+            )
+            .scalars()
+            .all()
+        )
+    finally:
+        _drop_scratch(conn)
+    if not differing:
+        return []
+    shown = ", ".join(str(doc) for doc in differing[:5])
+    more = "" if len(differing) <= 5 else f" and {len(differing) - 5} more"
+    return [
+        f"search index {name}: the indexed words of {table} {key} {shown}{more} "
+        "differ from the rows"
+    ]
+
+
+def _drop_scratch(conn: Connection) -> None:
+    for scratch in (_STORED_WORDS, _FRESH_WORDS, _FRESH):
+        conn.execute(text(f"DROP TABLE IF EXISTS {scratch}"))
+
+
+def _postgres_index_problems(conn: Connection) -> list[str]:
+    rows = conn.execute(
+        text(
+            "SELECT c.relname, i.indisvalid AND i.indisready FROM pg_class AS c "
+            "JOIN pg_index AS i ON i.indexrelid = c.oid WHERE c.relname IN :names"
+        ).bindparams(bindparam("names", expanding=True)),
+        {"names": list(POSTGRES_INDEXES)},
+    ).all()
+    state: dict[str, bool] = {name: bool(ok) for name, ok in rows}
+    problems = [f"search index: missing {name}" for name in POSTGRES_INDEXES if name not in state]
+    problems += [f"search index: {name} is not valid" for name, ok in state.items() if not ok]
     return problems

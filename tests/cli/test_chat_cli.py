@@ -74,7 +74,7 @@ def test_piped_turns_one_per_line(db_path: Path, standin: StandInModel, base_url
     assert user == {"role": "user", "content": "Hello there."}
     assert reply["role"] == "assistant" and reply["content"][0]["text"] == "echo: Hello there."
     assert question == {"role": "user", "content": "What did I say?"}
-    assert [t["name"] for t in first["tools"]] == ["remember", "recall"]
+    assert [t["name"] for t in first["tools"]] == ["remember", "recall", "search_memory"]
     assert all(r.authorization == "Bearer sk-test" for r in standin.requests)
 
     # The session is an ordinary memstore session: `show` reads it.

@@ -70,10 +70,12 @@ async def test_migrated_schema_matches_the_models(any_store: MemoryStore) -> Non
     from alembic.autogenerate import compare_metadata
     from alembic.runtime.migration import MigrationContext
 
+    from memstore.db.search import modelled
     from memstore.db.tables import metadata
 
     def diff(sync_conn):  # type: ignore[no-untyped-def]
-        return compare_metadata(MigrationContext.configure(sync_conn), metadata)
+        context = MigrationContext.configure(sync_conn, opts={"include_name": modelled})
+        return compare_metadata(context, metadata)
 
     assert await any_store.database.run_read(diff) == []
 

@@ -1,0 +1,310 @@
+"""Full-text search over items, summaries and long-term entries, and its audit.
+
+The index itself is migration 0008's: on SQLite three FTS5 tables with external content
+(``items_fts``, ``summaries_fts``, ``ltm_entries_fts``), kept in step by triggers in the same
+transaction as every write; on PostgreSQL GIN indexes over ``to_tsvector('english', ...)``.
+Neither is declared in :mod:`memstore.db.tables` (SQLAlchemy models neither FTS5 tables nor
+expression indexes); :data:`INDEX_TABLES` names what Alembic's comparisons must leave alone.
+
+A search runs one ranked query per source (items, summaries, entries), each returning its
+best ``limit`` rows, and keeps the best ``limit`` of them all. The words arrive already
+split (:func:`memstore.search_model.search_terms`) and each is quoted as a literal here, so
+no user text is ever parsed as query syntax. Every value is a bound parameter.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import fields
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from sqlalchemy import BindParameter, Connection, TextualSelect, bindparam, select, text
+
+from memstore.db.engine import Database
+from memstore.db.reads import ITEM_COLUMNS, row_to_item
+from memstore.db.tables import JSONDocument, UTCDateTime, items
+from memstore.ltm_model import LongTermEntry
+from memstore.search_model import (
+    SNIPPET_CLOSE,
+    SNIPPET_ELLIPSIS,
+    SNIPPET_OPEN,
+    SNIPPET_WORDS,
+    SearchHit,
+    SearchScope,
+)
+
+#: The FTS5 tables (SQLite) as migration 0008 made them: content table, its integer key and
+#: the indexed columns.
+FTS_TABLES = {
+    "items_fts": ("items", "rowid", ("content",)),
+    "summaries_fts": ("summaries", "id", ("content",)),
+    "ltm_entries_fts": ("ltm_entries", "rowid", ("key", "value")),
+}
+#: Their tokenizer: words of any script, case and accents folded, English endings stemmed.
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+#: FTS5 keeps each index in shadow tables named after it.
+_SHADOWS = ("_data", "_idx", "_docsize", "_config", "_content")
+#: Everything the search index adds to a SQLite schema (for Alembic's comparisons).
+INDEX_TABLES = frozenset(
+    [*FTS_TABLES, *(name + suffix for name in FTS_TABLES for suffix in _SHADOWS)]
+)
+
+
+def modelled(name: str | None, type_: str, parent_names: Any) -> bool:
+    """Alembic's ``include_name`` hook: whether a reflected name belongs to the models
+    (the search index's FTS5 tables, shadow tables and expression indexes do not)."""
+    return name not in INDEX_TABLES and name not in POSTGRES_INDEXES
+
+
+#: The PostgreSQL expression indexes.
+POSTGRES_INDEXES = ("ix_items_search", "ix_summaries_search", "ix_ltm_entries_search")
+#: Must be the configuration migration 0008 indexed with: the planner uses an expression
+#: index only for the very same expression.
+PG_CONFIG = "'english'::regconfig"
+_PG_HEADLINE = (
+    f"StartSel={SNIPPET_OPEN}, StopSel={SNIPPET_CLOSE}, MaxWords={SNIPPET_WORDS}, "
+    f"MinWords={SNIPPET_WORDS // 2}, MaxFragments=1, FragmentDelimiter=' {SNIPPET_ELLIPSIS} '"
+)
+#: The columns of :data:`~memstore.db.reads.ITEM_COLUMNS`, for the raw ranking queries.
+_ITEM_COLUMNS = ", ".join(f"i.{column.name}" for column in ITEM_COLUMNS)
+_ITEM_TYPES = {"created_at": UTCDateTime()}
+_ENTRY_TYPES = {
+    "value": JSONDocument(),
+    "created_at": UTCDateTime(),
+    "updated_at": UTCDateTime(),
+    "expires_at": UTCDateTime(),
+}
+
+
+def match_expression(terms: Sequence[str], dialect: str) -> str:
+    """The words as *any-of* query text, each word a quoted literal of the dialect's syntax.
+
+    The words contain only letters and digits (:func:`~memstore.search_model.search_terms`);
+    quoting them anyway keeps even a word such as ``NEAR`` or ``AND`` a word.
+    """
+    if dialect == "sqlite":
+        return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+    return " | ".join("'" + term.replace("'", "''").replace("\\", "\\\\") + "'" for term in terms)
+
+
+# -- the queries, per dialect ---------------------------------------------------------------
+
+
+def _session_filter(scope: SearchScope, column: str) -> str:
+    return "" if scope.sessions is None else f" AND {column} IN :sessions"
+
+
+def _items_sql(dialect: str, scope: SearchScope) -> str:
+    where = _session_filter(scope, "i.session_id")
+    if not scope.include_active:
+        where += " AND i.fate IS NOT NULL"
+    if dialect == "sqlite":
+        return (
+            f"SELECT {_ITEM_COLUMNS}, -bm25(items_fts) AS score, "
+            f"snippet(items_fts, 0, :open, :close, :dots, :words) AS snippet "
+            f"FROM items_fts JOIN items AS i ON i.rowid = items_fts.rowid "
+            f"WHERE items_fts MATCH :match{where} "
+            f"ORDER BY bm25(items_fts), i.session_id, i.seq LIMIT :limit"
+        )
+    vector = f"to_tsvector({PG_CONFIG}, i.content)"
+    query = f"to_tsquery({PG_CONFIG}, :match)"
+    return (
+        f"SELECT t.*, ts_headline({PG_CONFIG}, t.content, {query}, :headline) AS snippet "
+        f"FROM (SELECT {_ITEM_COLUMNS}, ts_rank({vector}, {query}) AS score FROM items AS i "
+        f"WHERE {vector} @@ {query}{where} "
+        f"ORDER BY score DESC, i.session_id, i.seq LIMIT :limit) AS t "
+        f"ORDER BY t.score DESC, t.session_id, t.seq"
+    )
+
+
+# A summary is current when it is its session's newest and the session still has a summary
+# (a later compaction may have removed it); every other one was superseded.
+_SUMMARY_FATE = (
+    "CASE WHEN s.summary IS NOT NULL AND m.compaction_number = (SELECT max(x.compaction_number)"
+    " FROM summaries AS x WHERE x.session_id = m.session_id) THEN NULL ELSE 'superseded' END"
+)
+
+
+def _summaries_sql(dialect: str, scope: SearchScope) -> str:
+    where = _session_filter(scope, "m.session_id")
+    if not scope.include_active:
+        where += f" AND {_SUMMARY_FATE} IS NOT NULL"
+    columns = (
+        f"m.session_id, m.compaction_number, m.content, m.created_version, {_SUMMARY_FATE} AS fate"
+    )
+    joined = "JOIN sessions AS s ON s.id = m.session_id"
+    if dialect == "sqlite":
+        return (
+            f"SELECT {columns}, -bm25(summaries_fts) AS score, "
+            f"snippet(summaries_fts, 0, :open, :close, :dots, :words) AS snippet "
+            f"FROM summaries_fts JOIN summaries AS m ON m.id = summaries_fts.rowid {joined} "
+            f"WHERE summaries_fts MATCH :match{where} "
+            f"ORDER BY bm25(summaries_fts), m.session_id, m.compaction_number LIMIT :limit"
+        )
+    vector = f"to_tsvector({PG_CONFIG}, m.content)"
+    query = f"to_tsquery({PG_CONFIG}, :match)"
+    return (
+        f"SELECT t.*, ts_headline({PG_CONFIG}, t.content, {query}, :headline) AS snippet "
+        f"FROM (SELECT {columns}, ts_rank({vector}, {query}) AS score FROM summaries AS m "
+        f"{joined} WHERE {vector} @@ {query}{where} "
+        f"ORDER BY score DESC, m.session_id, m.compaction_number LIMIT :limit) AS t "
+        f"ORDER BY t.score DESC, t.session_id, t.compaction_number"
+    )
+
+
+def _entries_sql(dialect: str, scope: SearchScope) -> str:
+    where = " AND (e.expires_at IS NULL OR e.expires_at > :now)"
+    if scope.scopes is not None:
+        where += " AND e.scope IN :scopes"
+    columns = "e.scope, e.key, e.value, e.version, e.created_at, e.updated_at, e.expires_at"
+    if dialect == "sqlite":
+        return (
+            f"SELECT {columns}, -bm25(ltm_entries_fts) AS score, "
+            f"snippet(ltm_entries_fts, -1, :open, :close, :dots, :words) AS snippet "
+            f"FROM ltm_entries_fts JOIN ltm_entries AS e ON e.rowid = ltm_entries_fts.rowid "
+            f"WHERE ltm_entries_fts MATCH :match{where} "
+            f"ORDER BY bm25(ltm_entries_fts), e.scope, e.key LIMIT :limit"
+        )
+    document = "e.key || ' ' || e.value::text"
+    vector = f"to_tsvector({PG_CONFIG}, {document})"
+    query = f"to_tsquery({PG_CONFIG}, :match)"
+    return (
+        f"SELECT t.*, ts_headline({PG_CONFIG}, t.document, {query}, :headline) AS snippet "
+        f"FROM (SELECT {columns}, {document} AS document, ts_rank({vector}, {query}) AS score "
+        f"FROM ltm_entries AS e WHERE {vector} @@ {query}{where} "
+        f"ORDER BY score DESC, e.scope, e.key LIMIT :limit) AS t "
+        f"ORDER BY t.score DESC, t.scope, t.key"
+    )
+
+
+def _statement(sql: str, scope: SearchScope, types: dict[str, Any]) -> TextualSelect:
+    statement = text(sql)
+    expanding: list[BindParameter[Any]] = [
+        bindparam(name, expanding=True)
+        for name, value in (("sessions", scope.sessions), ("scopes", scope.scopes))
+        if value is not None and f":{name}" in sql
+    ]
+    if ":now" in sql:
+        expanding.append(bindparam("now", type_=UTCDateTime()))
+    return statement.bindparams(*expanding).columns(**types)
+
+
+# -- running a search -------------------------------------------------------------------------
+
+
+def search_rows(
+    conn: Connection, terms: Sequence[str], scope: SearchScope, limit: int, now: datetime
+) -> list[SearchHit]:
+    """The best ``limit`` hits for ``terms`` within ``scope``, best first (a read)."""
+    dialect = conn.dialect.name
+    params: dict[str, Any] = {
+        "match": match_expression(terms, dialect),
+        "limit": limit,
+        "now": now,
+        "sessions": list(scope.sessions or ()),
+        "scopes": list(scope.scopes or ()),
+    }
+    if dialect == "sqlite":
+        params.update(open=SNIPPET_OPEN, close=SNIPPET_CLOSE, dots=SNIPPET_ELLIPSIS)
+        params["words"] = SNIPPET_WORDS
+    else:
+        params["headline"] = _PG_HEADLINE
+    hits: list[SearchHit] = []
+    if scope.sessions != ():
+        items_sql = _statement(_items_sql(dialect, scope), scope, _ITEM_TYPES)
+        hits += [_item_hit(row) for row in conn.execute(items_sql, params)]
+        summaries_sql = _statement(_summaries_sql(dialect, scope), scope, {})
+        hits += [_summary_hit(row) for row in conn.execute(summaries_sql, params)]
+    if scope.scopes != ():
+        entries_sql = _statement(_entries_sql(dialect, scope), scope, _ENTRY_TYPES)
+        hits += [_entry_hit(row) for row in conn.execute(entries_sql, params)]
+    hits.sort(key=lambda hit: -hit.score)  # stable: each source's own order breaks ties
+    return hits[:limit]
+
+
+async def search(
+    db: Database, terms: Sequence[str], scope: SearchScope, limit: int, now: datetime
+) -> list[SearchHit]:
+    """:func:`search_rows` in one read transaction (no terms: no hits, no query)."""
+    if not terms:
+        return []
+    return await db.run_read(partial(search_rows, terms=terms, scope=scope, limit=limit, now=now))
+
+
+def passage_rows(
+    conn: Connection, terms: Sequence[str], session_id: str, limit: int, now: datetime
+) -> list[tuple[SearchHit, ...]]:
+    """What left the session's working memory and best matches ``terms``: each matched item
+    with the item right after it, if that one left working memory too (a read)."""
+    scope = SearchScope((session_id,), (), include_active=False)
+    hits = search_rows(conn, terms, scope, limit, now)
+    wanted = [hit.seq + 1 for hit in hits if hit.seq is not None]
+    replies: dict[int, SearchHit] = {}
+    if wanted:
+        query = select(*ITEM_COLUMNS).where(
+            items.c.session_id == session_id, items.c.seq.in_(wanted), items.c.fate.is_not(None)
+        )
+        for row in conn.execute(query):
+            reply = _item_hit(row, score=0.0, snippet="")
+            replies[reply.seq or 0] = reply
+    return [
+        (hit,) if hit.seq is None or hit.seq + 1 not in replies else (hit, replies[hit.seq + 1])
+        for hit in hits
+    ]
+
+
+async def passages(
+    db: Database, terms: Sequence[str], session_id: str, limit: int, now: datetime
+) -> list[tuple[SearchHit, ...]]:
+    """:func:`passage_rows` in one read transaction (no terms: nothing)."""
+    if not terms:
+        return []
+    return await db.run_read(
+        partial(passage_rows, terms=terms, session_id=session_id, limit=limit, now=now)
+    )
+
+
+def _item_hit(row: Any, score: float | None = None, snippet: str | None = None) -> SearchHit:
+    item = row_to_item(row[: len(ITEM_COLUMNS)])
+    return SearchHit(
+        source="item",
+        text=item.content,
+        score=float(row.score) if score is None else score,
+        snippet=row.snippet if snippet is None else snippet,
+        session_id=item.session_id,
+        seq=item.seq,
+        fate=None if item.fate is None else item.fate.value,
+        compaction=item.removed_by,
+        version=item.version,
+        item=item,
+    )
+
+
+def _summary_hit(row: Any) -> SearchHit:
+    return SearchHit(
+        source="summary",
+        text=row.content,
+        score=float(row.score),
+        snippet=row.snippet,
+        session_id=row.session_id,
+        fate=row.fate,
+        compaction=row.compaction_number,
+        version=row.created_version,
+    )
+
+
+def _entry_hit(row: Any) -> SearchHit:
+    entry = LongTermEntry(
+        **{field.name: row._mapping[field.name] for field in fields(LongTermEntry)}
+    )
+    value = json.dumps(entry.value, ensure_ascii=False)
+    return SearchHit(
+        source="ltm",
+        text=f"{entry.key}: {value}",
+        score=float(row.score),
+        snippet=row.snippet,
+        entry=entry,
+    )
