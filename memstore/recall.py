@@ -17,7 +17,8 @@ by default the newest user message, and adds the best matches as one ``developer
   session (when that one left working memory too): a statement and its answer are one
   exchange, and an answer often shares no word with the question that finds it;
 * **never a repeat.** A match whose text the input already holds (in an active item, the
-  summary or the memories message) is left out, and so is a second copy of the same text;
+  summary or the memories message) is left out, and so is a second copy of the same text; of
+  a superseded summary only the lines the input does not hold are recalled;
 * **oldest first.** The chosen passages are listed in the order they were written.
 
 Pure code: the search itself is :mod:`memstore.db.search`, the orchestration
@@ -27,7 +28,7 @@ Pure code: the search itself is :mod:`memstore.db.search`, the orchestration
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from memstore.model import MemoryItem, MemoryKind
@@ -84,16 +85,27 @@ def novel_passages(passages: Iterable[Passage], held: Iterable[str]) -> list[Pas
     """``passages`` (in their order), each less the parts whose text ``held`` texts already
     contain or an earlier passage already gave (white space and case aside); a passage with
     nothing left is dropped. (A reply stays when its match is already in the input: it is
-    the match's context there.)"""
+    the match's context there.) A superseded summary keeps only its lines that are new: a
+    later summary folded most of it in."""
     held_texts = [_normalized(text) for text in held]
     seen: set[str] = set()
+
+    def new(text: str) -> bool:
+        normalized = _normalized(text)
+        if normalized in seen or any(normalized in other for other in held_texts):
+            return False
+        seen.add(normalized)
+        return True
+
     out: list[Passage] = []
     for passage in passages:
         parts = []
         for hit in passage:
-            text = _normalized(hit.text)
-            if text not in seen and not any(text in other for other in held_texts):
-                seen.add(text)
+            if hit.source == "summary":
+                lines = [line for line in hit.text.splitlines() if line.strip() and new(line)]
+                if lines:
+                    parts.append(replace(hit, text="\n".join(lines)))
+            elif new(hit.text):
                 parts.append(hit)
         if parts:
             out.append(tuple(parts))

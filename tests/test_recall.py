@@ -177,6 +177,15 @@ async def test_a_match_comes_with_the_reply_to_it(any_store: MemoryStore) -> Non
     ]
 
 
+def test_of_a_superseded_summary_only_new_lines_are_recalled() -> None:
+    from memstore.recall import novel_passages
+
+    old = SearchHit("summary", "Objective: Bergen trip\nHotel: Grand Fjord", 1.0, "", "trip")
+    held = ["Working memory\nObjective: Bergen trip\nFerry: pier 7"]
+    assert [[h.text for h in p] for p in novel_passages([(old,)], held)] == [["Hotel: Grand Fjord"]]
+    assert novel_passages([(old,)], [*held, "Hotel: Grand Fjord"]) == []
+
+
 async def test_a_repeated_passage_is_recalled_once(any_store: MemoryStore) -> None:
     memory = session(any_store, recall_budget=120)
     for _ in range(2):

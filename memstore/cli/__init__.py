@@ -68,7 +68,8 @@ OPTION_FIELDS = {
 SUMMARIES = {
     "add": "Append TEXT (or standard input when TEXT is omitted or '-') to SESSION.",
     "chat": "Chat with a Responses API agent whose memory is SESSION (and the --scope memories).",
-    "check": "Verify that the ledger balances, totals match and fates point at compactions.",
+    "check": "Verify that the ledger balances, totals match, fates point at compactions, and the "
+    "search index holds exactly the rows' words.",
     "compact": "Compact SESSION now: drop noise, summarize unprotected items, enforce the target.",
     "db": "The database schema (Alembic revisions).",
     "demo": "Run a scripted incident investigation offline and watch memory compact.",

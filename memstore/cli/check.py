@@ -12,7 +12,8 @@ from memstore.cli.output import json_option, print_json, run_with_store
 @json_option
 @click.pass_context
 def check(ctx: click.Context, session_id: str | None, as_json: bool) -> None:
-    """Verify that the ledger balances, totals match and fates point at compactions.
+    """Verify that the ledger balances, totals match, fates point at compactions, and the
+    search index holds exactly the rows' words.
 
     Without SESSION every session is checked, plus SQLite's integrity and foreign keys.
     """
