@@ -42,6 +42,7 @@ from typing import Any
 
 from memstore.errors import ValidationError
 from memstore.model import MemoryKind, MemoryRole
+from memstore.validation import check_storable
 
 #: Calls and the field of their output that names them (``call_id``, unless said otherwise).
 CALL_OUTPUTS: Mapping[str, str] = {
@@ -229,12 +230,7 @@ def _check_json(value: Any, field: str, depth: int = 0) -> None:
     if depth > MAX_DEPTH:
         raise ValidationError(field, f"nests deeper than {MAX_DEPTH} levels")
     if isinstance(value, str):
-        if "\x00" in value:
-            raise ValidationError(field, "must not contain NUL characters")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValidationError(field, "contains a lone surrogate (not valid Unicode)") from None
+        check_storable(field, value)
     elif isinstance(value, bool) or value is None:
         return
     elif isinstance(value, int):

@@ -51,6 +51,17 @@ def validate_text(field: str, value: object, *, max_bytes: int) -> str:
     return text
 
 
+def check_storable(field: str, value: str) -> None:
+    """Raise naming ``field`` if ``value`` cannot be stored as text on every backend: a NUL
+    character (PostgreSQL refuses it) or a lone surrogate (not encodable as UTF-8)."""
+    if "\x00" in value:
+        raise ValidationError(field, "must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(field, "contains a lone surrogate (not valid Unicode)") from None
+
+
 def validate_idempotency_key(key: object) -> str | None:
     """Return ``key`` if it is ``None`` or a printable string of at most 200 characters."""
     if key is None:

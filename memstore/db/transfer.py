@@ -22,7 +22,12 @@ from memstore.errors import ConflictError, SessionNotFoundError, ValidationError
 from memstore.model import Fate, check_kind_role, parse_kind, parse_priority, parse_role
 from memstore.response_items import parse_item
 from memstore.tokens import RecordedEstimator
-from memstore.validation import validate_idempotency_key, validate_session_id, validate_text
+from memstore.validation import (
+    check_storable,
+    validate_idempotency_key,
+    validate_session_id,
+    validate_text,
+)
 
 EXPORT_FORMAT = 1
 #: Lease columns describe who is compacting *here, now*; they never travel.
@@ -104,12 +109,7 @@ def _check_value(column: Any, value: Any, field: str) -> Any:
     if python_type is str:
         if not isinstance(value, str):
             raise ValidationError(field, "must be text")
-        if "\x00" in value:
-            raise ValidationError(field, "must not contain NUL characters")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValidationError(field, "contains a lone surrogate") from None
+        check_storable(field, value)
     return value
 
 
