@@ -203,11 +203,7 @@ class SessionMemory:
         result = await appends.append(
             self._db, self.session_id, self.estimator.name, self.limits, new
         )
-        fault_point("after-append")
-        if not result.duplicate:
-            trigger = self._trigger(result.total_tokens, result.user_turns)
-            if trigger is not None:
-                await self._compact_quietly(trigger)
+        await self._after_append(result)
         return result.item
 
     async def add_items(
@@ -256,11 +252,7 @@ class SessionMemory:
         result = await appends.append_batch(
             self._db, self.session_id, self.estimator.name, self.limits, news
         )
-        fault_point("after-append")
-        if not result.duplicate:
-            trigger = self._trigger(result.total_tokens, result.user_turns)
-            if trigger is not None:
-                await self._compact_quietly(trigger)
+        await self._after_append(result)
         return list(result.items)
 
     async def pop_item(self) -> MemoryItem | None:
@@ -286,6 +278,13 @@ class SessionMemory:
             return None
         await self._notify(done.report)
         return done.report
+
+    async def _after_append(self, result: appends.AppendResult) -> None:
+        fault_point("after-append")
+        if not result.duplicate:
+            trigger = self._trigger(result.total_tokens, result.user_turns)
+            if trigger is not None:
+                await self._compact_quietly(trigger)
 
     def _trigger(self, total: int, user_turns: int) -> str | None:
         if total >= self.limits.hard:
