@@ -146,36 +146,32 @@ class FactList:
     """Facts in order, each once: a repeat is skipped, a newer value of a slot replaces it."""
 
     facts: list[Fact] = field(default_factory=list)
-    _keys: dict[frozenset[str], Fact] = field(default_factory=dict)
-    _key_of: dict[Fact, frozenset[str]] = field(default_factory=dict)
-    _slots: dict[tuple[str, str], Fact] = field(default_factory=dict)
+    _keys: list[frozenset[str]] = field(default_factory=list)  # one per fact, in order
+    _known: set[frozenset[str]] = field(default_factory=set)
+    _slots: dict[tuple[str, str], int] = field(default_factory=dict)  # slot -> id(fact)
 
     def add(self, fact: Fact) -> bool:
         """Add ``fact`` unless it is already known; ``False`` when it was a repeat."""
         key = fact_key(fact)
-        if key in self._keys:
+        if key in self._known or any(key <= other for other in self._keys[-REPEAT_WINDOW:]):
             return False
-        for other in self.facts[-REPEAT_WINDOW:]:
-            if key <= self._key_of[other]:
-                return False
         if fact.attribute:
             slot = (fact.subject.lower(), fact.attribute.lower())
             older = self._slots.get(slot)
             if older is not None:
                 self.discard({older})
-            self._slots[slot] = fact
+            self._slots[slot] = id(fact)
         self.facts.append(fact)
-        self._keys[key] = fact
-        self._key_of[fact] = key
+        self._keys.append(key)
+        self._known.add(key)
         return True
 
-    def discard(self, gone: set[Fact]) -> None:
-        """Remove the facts in ``gone``."""
-        self.facts = [f for f in self.facts if f not in gone]
-        for fact in gone:
-            key = self._key_of.pop(fact, None)
-            if key is not None and self._keys.get(key) is fact:
-                del self._keys[key]
+    def discard(self, gone: set[int]) -> None:
+        """Remove the facts whose ``id()`` is in ``gone``."""
+        pairs = [(f, k) for f, k in zip(self.facts, self._keys, strict=True) if id(f) not in gone]
+        self._known -= {k for f, k in zip(self.facts, self._keys, strict=True) if id(f) in gone}
+        self.facts = [f for f, _ in pairs]
+        self._keys = [k for _, k in pairs]
 
 
 @dataclass

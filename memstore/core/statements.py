@@ -228,8 +228,15 @@ def is_request(sentence: str) -> bool:
 def is_constraint(sentence: str) -> bool:
     """An instruction that limits what may be done: it opens with the limit (``Never ...``,
     ``Only ...``, ``Make sure ...``) or tells someone what they must do (``you must``)."""
+    if _DIRECTED.search(sentence):
+        return True
+    words = [w.strip(",.!:;").lower() for w in sentence.split()]
     first = first_word(sentence)
-    return first in _CONSTRAINT_OPENERS or bool(_DIRECTED.search(sentence))
+    if first not in _CONSTRAINT_OPENERS or first not in words:
+        return False
+    verb = words[words.index(first) + 1] if words.index(first) + 1 < len(words) else ""
+    # An imperative takes the verb's base form: "Never restart ...", not "Never hurts ...".
+    return not (verb.endswith("s") and not verb.endswith("ss"))
 
 
 def first_word(sentence: str) -> str:

@@ -39,6 +39,7 @@ sections (``Actions attempted:``) go before any of these.
 
 from __future__ import annotations
 
+import heapq
 import inspect
 import math
 import re
@@ -57,6 +58,7 @@ from memstore.core.facts import (
     extract,
     make_fact,
 )
+from memstore.core.statements import content_words
 from memstore.core.tokens import TokenEstimator, WordEstimator
 from memstore.core.values import MemoryItem
 
@@ -79,8 +81,16 @@ _ALIASES = {"important observations": FACT, "confirmed facts": FACT, "facts": FA
 #: A summary of its own that is not asked for a budget: room for ~25 facts while a
 #: 900-token target keeps more than half of itself for the recent items.
 DEFAULT_MAX_TOKENS = 400
-#: Lines whose weights differ by less than this are alike: the older goes first.
-WEIGHT_BAND = 2.0
+#: What the words a line shares with the rest of the digest are worth beside its own
+#: weight (a line's weight is its own content score, 3 to 15).
+TOPIC_WEIGHT = 8.0
+#: What a topic word is still worth to the next line once a kept line holds it.
+COVERED = 0.25
+#: A word counts as a topic once this many lines hold it.
+TOPIC_MIN_LINES = 3
+#: What being the newest line is worth: among lines alike, the older goes first.
+RECENCY_WEIGHT = 0.5
+_LABEL = re.compile(r"^[^:]{1,40}:\s")
 _BULLET = re.compile(r"^(?:[-*•]|\d+[.)])\s+")
 _DATED = re.compile(r"^On (\d{1,2} [A-Z][a-z]+ \d{4}):$")
 
@@ -149,6 +159,13 @@ class Digest:
     facts: FactList = field(default_factory=FactList)
     questions: list[Fact] = field(default_factory=list)
     other: dict[str, list[str]] = field(default_factory=dict)
+
+    def render_frame(self) -> str:
+        """What the digest costs without its droppable lines: the objective and the date
+        (headings are left to the exact count, since one whose lines all go costs nothing)."""
+        frame = [f"{OBJECTIVE}: {self.objective}"] if self.objective else []
+        frame += [f"{SESSION_DATE}: {self.said_on}"] if self.said_on else []
+        return "\n".join(frame)
 
     def render(self) -> str:
         """The summary text (module docstring)."""
@@ -292,58 +309,118 @@ class ExtractiveSummarizer:
         return text if text else SummaryText.nothing()
 
 
+@dataclass(eq=False)
+class _Line:
+    """One line of the digest while it is fitted: what it is and what keeping it is worth."""
+
+    section: str
+    entry: Any  # the Fact, or a model section's text
+    weight: float
+    position: int
+    words: frozenset[str]
+    cost: int = 0
+
+
 def _fit(digest: Digest, budget: int, count: CountTokens) -> str:
-    """The digest rendered within ``budget`` tokens, dropping whole lines (module docstring)."""
+    """The digest rendered within ``budget`` tokens, whole lines only (module docstring)."""
     text = digest.render()
-    total = count(text)
-    if total <= budget:
+    if count(text) <= budget:
         return text
-    # Drop order: a model's other sections, then by weight band, oldest first within one.
-    ranked: list[tuple[float, int, str, Any]] = []
-    for heading, entries in digest.other.items():
-        ranked += [(-math.inf, i, heading, entry) for i, entry in enumerate(entries)]
-    facts = digest.facts.facts
-    ranked += [(_band(f), i, "fact", f) for i, f in enumerate(facts)]
-    offset = len(facts)
-    ranked += [(_band(q), offset + i, "question", q) for i, q in enumerate(digest.questions)]
-    ranked.sort(key=lambda entry: (entry[0], entry[1]))
-    # Estimate each line's cost once (counting the whole text after each drop would be
-    # quadratic); the exact count below corrects the estimate.
-    drop: set[int] = set()
-    for band, position, where, entry in ranked:
-        if total <= budget:
+    lines = _lines(digest)
+    for line in lines:  # each line counted once: counting the text per drop is quadratic
+        line.cost = count(f"- {_text(line)}") + 1
+    order = _keep_order(lines)
+    room = budget - count(digest.render_frame())
+    kept, used = set(), 0
+    for line in order:  # strictly in order: a less worthy line never displaces a worthier
+        if used + line.cost > room:
             break
-        line = entry if isinstance(entry, str) else entry.text
-        total -= count(f"- {line}") + 1
-        drop.add(id(entry))
-        del band, position, where
-    _remove(digest, drop)
+        kept.add(id(line))
+        used += line.cost
+    _remove(digest, [line for line in lines if id(line) not in kept])
     text = digest.render()
-    while count(text) > budget and _drop_one(digest, ranked):
-        text = digest.render()
+    for line in reversed(order):  # the estimate was short: the least worth goes first
+        if count(text) <= budget:
+            break
+        if id(line) in kept:
+            kept.discard(id(line))
+            _remove(digest, [line])
+            text = digest.render()
     if count(text) > budget:
         digest.objective = None  # only the objective is left and it alone is too long
         text = digest.render()
     return text
 
 
-def _band(fact: Fact) -> float:
-    """How much a line says for what it costs, in bands: a long line must say more."""
-    return math.floor(fact.weight / math.sqrt(max(len(fact.text.split()), 4) / 12) / WEIGHT_BAND)
-
-
-def _remove(digest: Digest, drop: set[int]) -> None:
-    digest.facts.discard({f for f in digest.facts.facts if id(f) in drop})
-    digest.questions = [q for q in digest.questions if id(q) not in drop]
+def _lines(digest: Digest) -> list[_Line]:
+    lines = [
+        _Line("fact", fact, fact.weight, i, _topic_words(fact.text))
+        for i, fact in enumerate(digest.facts.facts)
+    ]
+    offset = len(lines)
+    lines += [
+        _Line("question", q, q.weight, offset + i, _topic_words(q.text))
+        for i, q in enumerate(digest.questions)
+    ]
     for heading, entries in digest.other.items():
-        digest.other[heading] = [e for e in entries if id(e) not in drop]
+        lines += [_Line(heading, e, -math.inf, i, frozenset()) for i, e in enumerate(entries)]
+    return lines
 
 
-def _drop_one(digest: Digest, ranked: list[tuple[float, int, str, Any]]) -> bool:
-    present = {id(f) for f in digest.facts.facts} | {id(q) for q in digest.questions}
-    present |= {id(e) for entries in digest.other.values() for e in entries}
-    for entry in ranked:
-        if id(entry[3]) in present:
-            _remove(digest, {id(entry[3])})
-            return True
-    return False
+def _topic_words(text: str) -> frozenset[str]:
+    """A line's content words, its speaker or subject label left out (every line has one)."""
+    return frozenset(content_words(_LABEL.sub("", text, count=1)))
+
+
+def _text(line: _Line) -> str:
+    return line.entry if isinstance(line.entry, str) else str(line.entry.text)
+
+
+def _keep_order(lines: list[_Line]) -> list[_Line]:
+    """Lines in the order they are worth keeping: greedily, the most said per token, where
+    what a line says is its own weight plus the words it shares with the rest of the
+    digest that no line kept before it holds (what a conversation keeps coming back to is
+    what later questions ask about; a second line on the same words adds little). Among
+    lines alike, the newer first: the oldest goes first."""
+    frequency: dict[str, int] = {}
+    for line in lines:
+        for word in line.words:
+            frequency[word] = frequency.get(word, 0) + 1
+    top = max(frequency.values(), default=1)
+    share = {word: n / top for word, n in frequency.items() if n >= TOPIC_MIN_LINES}
+    newest = max((line.position for line in lines), default=0) or 1
+
+    def worth(line: _Line) -> float:
+        topical = sum(share.get(word, 0.0) for word in line.words)
+        recency = RECENCY_WEIGHT * line.position / newest
+        return (line.weight + TOPIC_WEIGHT * topical + recency) / max(line.cost, 1)
+
+    # Lazy greedy: a line's worth only falls as its words are covered, so a line whose
+    # fresh worth still tops the heap is the best one (no need to re-rate all of them).
+    ranked = [line for line in lines if line.weight > -math.inf]
+    heap = [(-worth(line), -line.position, n) for n, line in enumerate(ranked)]
+    heapq.heapify(heap)
+    order: list[_Line] = []
+    while heap:
+        _, newer, n = heapq.heappop(heap)
+        fresh = worth(ranked[n])
+        if heap and fresh < -heap[0][0]:
+            heapq.heappush(heap, (-fresh, newer, n))
+            continue
+        order.append(ranked[n])
+        for word in ranked[n].words:  # covered: the next line on these words says less
+            if word in share:
+                share[word] *= COVERED
+    # A model's own sections last, the newest of them first.
+    others = [line for line in lines if line.weight == -math.inf]
+    return order + sorted(others, key=lambda line: -line.position)
+
+
+def _remove(digest: Digest, gone: list[_Line]) -> None:
+    facts = {id(line.entry) for line in gone if line.section == "fact"}
+    questions = {id(line.entry) for line in gone if line.section == "question"}
+    digest.facts.discard(facts)
+    digest.questions = [q for q in digest.questions if id(q) not in questions]
+    for heading, entries in digest.other.items():
+        dropped = {line.position for line in gone if line.section == heading}
+        digest.other[heading] = [e for i, e in enumerate(entries) if i not in dropped]
