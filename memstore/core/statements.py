@@ -96,7 +96,9 @@ MIN_REQUEST_WORDS = 3
 #: of a long turn, not all of it.
 MAX_STATEMENT_WORDS = 20
 _CONSTRAINT_OPENERS = _words("never always don't dont only avoid must")
-_DIRECTED = re.compile(r"^(please )?(do not|make sure)\b|\b(you|we) must (?!be\b)|\bmust not\b", re.I)
+_DIRECTED = re.compile(
+    r"^(please )?(do not|make sure)\b|\b(you|we) must (?!be\b)|\bmust not\b", re.I
+)
 #: A rule about something else ("the deploy must never run on Fridays"): a modal of
 #: obligation with "never" or "not", or "must" before a verb other than "be".
 _RULE = re.compile(r"\bmust(n't| not| never)\b|\bshould never\b|\bmust (?!be\b)[a-z]+", re.I)
