@@ -55,6 +55,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import agent_sessions  # beside this file
+
 from memstore import ExtractiveSummarizer, MemoryLimits, MemoryStore, TiktokenEstimator
 from memstore.core.search_terms import STOPWORDS
 from memstore.core.values import ITEM_OVERHEAD_TOKENS
@@ -413,6 +415,10 @@ def main() -> None:
     parser.add_argument(
         "--skip", type=int, default=0, help="leave out the N longest pairs (held-out data)"
     )
+    parser.add_argument(
+        "--agent-sessions", type=int, default=6, help="generated tool-using sessions (0: none)"
+    )
+    parser.add_argument("--agent-tasks", type=int, default=40, help="tasks per agent session")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     limits = MemoryLimits()  # the store's defaults
@@ -430,10 +436,19 @@ def main() -> None:
             skip=args.skip,
         )
     result = report(dataset, asyncio.run(run(conversations, limits)), limits)
+    agents: list[dict[str, Any]] = []
+    timing: dict[str, float] = {}
+    if args.agent_sessions:
+        agents = asyncio.run(agent_sessions.main_async(args.agent_sessions, args.agent_tasks))
+        timing = agent_sessions.summarizer_time()
     if args.json:
+        result["agent_sessions"] = {"rows": agents, "totals": agent_sessions.report(agents)}
+        result["summarizer_time"] = timing
         print(json.dumps(result, indent=2))
-    else:
-        print_report(result)
+        return
+    print_report(result)
+    if agents:
+        agent_sessions.print_report(agents, timing)
 
 
 if __name__ == "__main__":
