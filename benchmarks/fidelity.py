@@ -125,6 +125,7 @@ def chitchat_conversations(
     max_turns: int,
     questions: int,
     skip: int = 0,
+    dated: bool = True,
 ) -> list[Conversation]:
     """The ``count`` longest pairs' talks, each pair's as one conversation of whole sessions
     (up to ``max_turns`` turns: LoCoMo's conversations run to 300-700)."""
@@ -143,7 +144,8 @@ def chitchat_conversations(
         conv = Conversation(f"chitchat-{number}")
         for talk in talks:
             day = datetime.fromisoformat(talk["start"].replace("Z", "+00:00"))
-            session = [("developer", session_marker(day.day, day.month, day.year))]
+            marker = ("developer", session_marker(day.day, day.month, day.year))
+            session = [marker] if dated else []
             for turn in talk["messages"]:
                 role = "user" if turn[0]["sender"] == first else "assistant"
                 text = " ".join(m["text"].strip() for m in turn if m["text"].strip())
@@ -416,6 +418,9 @@ def main() -> None:
         "--skip", type=int, default=0, help="leave out the N longest pairs (held-out data)"
     )
     parser.add_argument(
+        "--undated", action="store_true", help="no session date markers (as before them)"
+    )
+    parser.add_argument(
         "--agent-sessions", type=int, default=6, help="generated tool-using sessions (0: none)"
     )
     parser.add_argument("--agent-tasks", type=int, default=40, help="tasks per agent session")
@@ -434,6 +439,7 @@ def main() -> None:
             max_turns=args.max_turns,
             questions=args.questions,
             skip=args.skip,
+            dated=not args.undated,
         )
     result = report(dataset, asyncio.run(run(conversations, limits)), limits)
     agents: list[dict[str, Any]] = []
