@@ -353,11 +353,32 @@ class MemoryStore:
             before_time=before,
         )
 
-    async def purge(self, session_id: str) -> int:
-        """Delete a session and its whole history; return how many items were deleted."""
+    async def purge(self, session_id: str, *, with_forks: bool = False) -> int:
+        """Delete a session and its whole history; return how many items were deleted.
+
+        Raises:
+            ForkedHistoryError: forks hold copies of its history (nothing deleted), unless
+                ``with_forks`` deletes them too.
+        """
         from memstore.db import prune as pruning
 
-        return await pruning.purge(self._db, validate_session_id(session_id))
+        sid = validate_session_id(session_id)
+        return await pruning.purge(self._db, sid, with_forks=with_forks)
+
+    async def fork(
+        self, session_id: str, new_session_id: str, *, at: int | None = None, **handle: Any
+    ) -> SessionMemory:
+        """A new session that starts as ``session_id`` was at version ``at`` (the latest by
+        default); its handle. See :func:`memstore.memory.fork.fork_session`."""
+        from memstore.memory.fork import fork_session
+
+        return await fork_session(self, session_id, new_session_id, at=at, **handle)
+
+    async def forks(self, session_id: str) -> list[str]:
+        """The session's forks, and theirs, nearest first."""
+        from memstore.memory.fork import forks_of
+
+        return await forks_of(self, session_id)
 
     async def close(self) -> None:
         """Close the store's connections."""
