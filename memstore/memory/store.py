@@ -30,6 +30,7 @@ from memstore.errors import CorruptDatabaseError, SessionNotFoundError
 # What a method needs only when it runs is imported there: a CLI command (``memstore show``)
 # loads the store without the compaction machinery, replay, audits or long-term memory.
 if TYPE_CHECKING:
+    from memstore.core.input_counts import CountFit
     from memstore.core.invariants import Violation
     from memstore.core.search_terms import SearchHit
     from memstore.core.summarizers import Summarizer
@@ -369,16 +370,24 @@ class MemoryStore:
         self, session_id: str, new_session_id: str, *, at: int | None = None, **handle: Any
     ) -> SessionMemory:
         """A new session that starts as ``session_id`` was at version ``at`` (the latest by
-        default); its handle. See :func:`memstore.memory.fork.fork_session`."""
-        from memstore.memory.fork import fork_session
+        default): :func:`memstore.memory.branches.fork_ledger`. Returns its handle, as
+        :meth:`attach` gives (``handle``: its ``summarizer``, ``ltm_scopes``, ...)."""
+        from memstore.memory.branches import fork_ledger
 
-        return await fork_session(self, session_id, new_session_id, at=at, **handle)
+        info = await fork_ledger(self._db, session_id, new_session_id, at)
+        return await self.attach(info.id, **handle)
 
     async def forks(self, session_id: str) -> list[str]:
         """The session's forks, and theirs, nearest first."""
-        from memstore.memory.fork import forks_of
+        from memstore.memory.branches import forks_of
 
-        return await forks_of(self, session_id)
+        return await forks_of(self._db, session_id)
+
+    async def input_counts(self, session_id: str) -> CountFit | None:
+        """How memstore's counts of an agent's requests compared with the model's."""
+        from memstore.memory.branches import count_fit
+
+        return await count_fit(self._db, session_id)
 
     async def close(self) -> None:
         """Close the store's connections."""

@@ -7,39 +7,23 @@ fork copies the history it starts with.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
-
 from memstore.core.input_counts import CountFit, InputCount
 from memstore.core.validation import validate_session_id
+from memstore.core.values import SessionInfo
+from memstore.db import Database
 from memstore.db import fork as forks
-from memstore.db import input_counts
-
-if TYPE_CHECKING:
-    from memstore.core.summarizers import Summarizer
-    from memstore.memory.session import SessionMemory
-    from memstore.memory.store import MemoryStore
+from memstore.db import request_counts
 
 
-async def fork_session(
-    store: MemoryStore,
-    session_id: str,
-    new_session_id: str,
-    *,
-    at: int | None = None,
-    summarizer: Summarizer | None = None,
-    ltm_scopes: Iterable[str] = (),
-    recall_budget: int | None = None,
-) -> SessionMemory:
-    """Start ``new_session_id`` as ``session_id`` was at version ``at``; return its handle.
+async def fork_ledger(
+    db: Database, session_id: str, new_session_id: str, at: int | None = None
+) -> SessionInfo:
+    """Start ``new_session_id`` as ``session_id`` was at version ``at``; its header.
 
     The fork's model input starts equal to the parent's at that version (summary, active
     items, limits, estimator and everything else the session row records; no lease held),
     and it records its parent and that version. From then on the two never touch each
-    other. The handle counts with the recorded estimator and limits, as
-    :meth:`~memstore.memory.store.MemoryStore.attach` gives; ``summarizer``,
-    ``ltm_scopes`` and ``recall_budget`` are as for
-    :meth:`~memstore.memory.store.MemoryStore.session`.
+    other.
 
     Args:
         session_id: The session to fork.
@@ -54,26 +38,23 @@ async def fork_session(
     """
     parent = validate_session_id(session_id)
     new = validate_session_id(new_session_id, "new_session_id")
-    await forks.fork(store.database, parent, new, at)
-    return await store.attach(
-        new, summarizer=summarizer, ltm_scopes=ltm_scopes, recall_budget=recall_budget
-    )
+    return await forks.fork(db, parent, new, at)
 
 
-async def forks_of(store: MemoryStore, session_id: str) -> list[str]:
+async def forks_of(db: Database, session_id: str) -> list[str]:
     """The session's forks and theirs, nearest first (what ``purge`` would refuse to leave).
 
     Raises:
         SessionNotFoundError: no such session.
     """
-    return await forks.forks_of(store.database, validate_session_id(session_id))
+    return await forks.forks_of(db, validate_session_id(session_id))
 
 
-async def recorded_counts(store: MemoryStore, session_id: str) -> list[InputCount]:
+async def recorded_counts(db: Database, session_id: str) -> list[InputCount]:
     """The input counts an agent recorded for the session, oldest first."""
-    return await input_counts.read(store.database, validate_session_id(session_id))
+    return await request_counts.read(db, validate_session_id(session_id))
 
 
-async def count_fit(store: MemoryStore, session_id: str) -> CountFit | None:
+async def count_fit(db: Database, session_id: str) -> CountFit | None:
     """How memstore's input counts compared with the model's (``None``: none recorded)."""
-    return CountFit.of(await recorded_counts(store, session_id))
+    return CountFit.of(await recorded_counts(db, session_id))
