@@ -348,11 +348,16 @@ async def test_openai_summarizer_by_default_and_memories_across_sessions(
 
     standin = StandInModel(brain)
     standin.queue(call(("remember", {"key": "tone", "value": "formal"})), say("Saved."))
-    first = await Agent.open(store, "session-a", client=standin.client(), model=MODEL, scope=SCOPE)
+    window = {"context_window": 16_000}
+    first = await Agent.open(
+        store, "session-a", client=standin.client(), model=MODEL, scope=SCOPE, **window
+    )
     assert first.memory.summarizer.name == f"openai:{MODEL}"  # type: ignore[attr-defined]
     await first.run_turn("Please always answer formally.")
 
-    second = await Agent.open(store, "session-b", client=standin.client(), model=MODEL, scope=SCOPE)
+    second = await Agent.open(
+        store, "session-b", client=standin.client(), model=MODEL, scope=SCOPE, **window
+    )
     await second.run_turn("Hello.")
     body = standin.bodies[-1]
     assert roles(body) == ["developer", "user"]
@@ -372,7 +377,7 @@ async def test_open_with_recall_gives_the_session_a_recall_budget(store: MemoryS
         store, "r", client=StandInModel().client(), model=MODEL, limits=limits, recall=True
     )
     assert agent.memory.recall_budget == 150
-    plain = await Agent.open(store, "p", client=StandInModel().client(), model=MODEL)
+    plain = await Agent.open(store, "p", client=StandInModel().client(), model="gpt-4o-mini")
     assert plain.memory.recall_budget is None
     assert "search_memory" in plain.tools
 
