@@ -72,9 +72,10 @@ def test_tools_count_by_their_definition() -> None:
         context_window=5_000, max_output_tokens=500, tools=[tool.definition()], estimator=words
     )
     assert as_tool == as_json
-    assert as_tool.hard < MemoryLimits.for_model(
-        context_window=5_000, max_output_tokens=500, estimator=words
-    ).hard
+    assert (
+        as_tool.hard
+        < MemoryLimits.for_model(context_window=5_000, max_output_tokens=500, estimator=words).hard
+    )
 
 
 @pytest.mark.parametrize(
@@ -82,7 +83,10 @@ def test_tools_count_by_their_definition() -> None:
     [
         ({"context_window": 1_000, "max_output_tokens": 1_000}, "max_output_tokens"),
         ({"context_window": 1_000, "max_output_tokens": 999}, "max_output_tokens"),
-        ({"context_window": 1_000, "max_output_tokens": 10, "instructions": "w " * 995}, "instructions"),
+        (
+            {"context_window": 1_000, "max_output_tokens": 10, "instructions": "w " * 995},
+            "instructions",
+        ),
         ({"context_window": 60, "max_output_tokens": 10, "tools": TOOLS * 3}, "tools"),
         ({"context_window": 0, "max_output_tokens": 10}, "context_window"),
         ({"context_window": "8k", "max_output_tokens": 10}, "context_window"),
@@ -100,7 +104,9 @@ def test_no_room_or_a_bad_value_names_the_field(arguments: dict[str, object], fi
 
 
 def test_a_small_window_still_gives_valid_limits() -> None:
-    limits = MemoryLimits.for_model(context_window=12, max_output_tokens=8, estimator=WordEstimator())
+    limits = MemoryLimits.for_model(
+        context_window=12, max_output_tokens=8, estimator=WordEstimator()
+    )
     assert limits.hard == 4 and 1 <= limits.target < limits.hard
 
 
@@ -132,7 +138,10 @@ def test_choosing_limits_for_an_agent() -> None:
     from_table, why = _choose()
     assert why == "model"
     assert from_table == MemoryLimits.for_model(
-        context_window=128_000, max_output_tokens=16_384, instructions="Be brief.", tools=TOOLS,
+        context_window=128_000,
+        max_output_tokens=16_384,
+        instructions="Be brief.",
+        tools=TOOLS,
         estimator=words,
     )
     stored = MemoryLimits(hard=700, target=400, keep_recent=3)
@@ -140,10 +149,16 @@ def test_choosing_limits_for_an_agent() -> None:
     # A user's change wins over what was stored; the stored keep_recent stays.
     changed, why = _choose(stored=stored, context_window=20_000)
     assert why == "window" and changed.keep_recent == 3
-    assert changed.hard == MemoryLimits.for_model(
-        context_window=20_000, max_output_tokens=16_384, instructions="Be brief.", tools=TOOLS,
-        estimator=words,
-    ).hard
+    assert (
+        changed.hard
+        == MemoryLimits.for_model(
+            context_window=20_000,
+            max_output_tokens=16_384,
+            instructions="Be brief.",
+            tools=TOOLS,
+            estimator=words,
+        ).hard
+    )
     env = {"MEMORY_HARD_LIMIT": "300", "MEMORY_TARGET_LIMIT": "200"}
     assert _choose(env=env) == (MemoryLimits(hard=300, target=200), "environment")
     with pytest.raises(ConfigurationError) as unknown:

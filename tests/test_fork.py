@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import table_counts
 
 from memstore import (
     MemoryLimits,
@@ -23,7 +24,6 @@ from memstore.core.replay import state_at
 from memstore.errors import ForkedHistoryError, SessionExistsError
 from memstore.memory.session import SessionMemory
 from memstore.render.input import build_input
-from conftest import table_counts
 
 LIMITS = MemoryLimits(hard=60, target=40, keep_recent=2)
 
@@ -33,7 +33,9 @@ async def conversation(
 ) -> SessionMemory:
     """A session long enough to have compacted (a summary, forgotten items)."""
     memory = store.session(session_id, limits=limits, estimator=WordEstimator())
-    await memory.add("user", "My sister Ingrid moved to Trondheim last spring.", idempotency_key="k1")
+    await memory.add(
+        "user", "My sister Ingrid moved to Trondheim last spring.", idempotency_key="k1"
+    )
     await memory.add("tool", "Disk usage on volume gamma reached 91 percent.", priority="LOW")
     for i in range(turns):
         role = "user" if i % 2 else "assistant"
@@ -63,7 +65,7 @@ async def test_a_fork_starts_with_the_parents_model_input(any_store: MemoryStore
 async def test_a_fork_at_a_past_version_is_the_state_replay_rebuilds(
     any_store: MemoryStore,
 ) -> None:
-    parent = await conversation(any_store)
+    await conversation(any_store)
     history = await any_store.history("p")
     first = history.reports[0]
     for at in (first.snapshot_version, first.committed_version, history.info.version - 1):

@@ -71,7 +71,9 @@ async def fork(db: Database, session_id: str, new_session_id: str, at: int | Non
     )
 
 
-def fork_rows(conn: Connection, session_id: str, new_session_id: str, at: int | None) -> SessionInfo:
+def fork_rows(
+    conn: Connection, session_id: str, new_session_id: str, at: int | None
+) -> SessionInfo:
     """The fork, as one write function (module docstring)."""
     # FOR SHARE on PostgreSQL: a prune or compaction of the parent waits for the copy.
     parent = conn.execute(
@@ -135,7 +137,9 @@ def fork_rows(conn: Connection, session_id: str, new_session_id: str, at: int | 
     if created.rowcount != 1:
         raise SessionExistsError(new_session_id, field="new_session_id")
     if comps:
-        conn.execute(insert(compactions), [{**c._mapping, "session_id": new_session_id} for c in comps])
+        conn.execute(
+            insert(compactions), [{**c._mapping, "session_id": new_session_id} for c in comps]
+        )
     if rows:
         conn.execute(insert(items), [_copied_item(row, new_session_id, version) for row in rows])
     if produced:
@@ -147,7 +151,9 @@ def fork_rows(conn: Connection, session_id: str, new_session_id: str, at: int | 
 
 def _copied_item(row: Row[Any], new_session_id: str, version: int) -> dict[str, Any]:
     values = dict(row._mapping)
-    values.update(id=str(uuid.uuid4()), session_id=new_session_id, origin_id=row.origin_id or row.id)
+    values.update(
+        id=str(uuid.uuid4()), session_id=new_session_id, origin_id=row.origin_id or row.id
+    )
     if row.removed_version is not None and row.removed_version > version:
         values.update(_ACTIVE)  # removed after the fork's version: active in the fork
     return values
@@ -190,9 +196,15 @@ def descendants(conn: Connection, session_id: str) -> list[str]:
     found: list[str] = []
     frontier = [session_id]
     while frontier:
-        children = conn.execute(
-            select(sessions.c.id).where(sessions.c.parent_id.in_(frontier)).order_by(sessions.c.id)
-        ).scalars().all()
+        children = (
+            conn.execute(
+                select(sessions.c.id)
+                .where(sessions.c.parent_id.in_(frontier))
+                .order_by(sessions.c.id)
+            )
+            .scalars()
+            .all()
+        )
         children = [child for child in children if child not in found and child != session_id]
         found += children
         frontier = children
@@ -228,7 +240,9 @@ def unique_hits(conn: Connection, hits: Sequence[SearchHit]) -> list[SearchHit]:
     summary_origin: dict[tuple[Any, Any], int] = {}
     if keys:
         query = select(
-            summaries.c.session_id, summaries.c.compaction_number, summaries.c.id,
+            summaries.c.session_id,
+            summaries.c.compaction_number,
+            summaries.c.id,
             summaries.c.origin_id,
         ).where(tuple_(summaries.c.session_id, summaries.c.compaction_number).in_(keys))
         summary_origin = {

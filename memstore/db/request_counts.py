@@ -20,9 +20,7 @@ from memstore.db.tables import input_counts, sessions
 
 
 def _record(conn: Connection, session_id: str, count: InputCount) -> bool:
-    version = conn.execute(
-        select(sessions.c.version).where(sessions.c.id == session_id)
-    ).scalar()
+    version = conn.execute(select(sessions.c.version).where(sessions.c.id == session_id)).scalar()
     if version is None:  # purged meanwhile: nothing to attach the observation to
         return False
     conn.execute(

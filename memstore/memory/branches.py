@@ -10,9 +10,8 @@ from __future__ import annotations
 from memstore.core.input_counts import CountFit, InputCount
 from memstore.core.validation import validate_session_id
 from memstore.core.values import SessionInfo
-from memstore.db import Database
+from memstore.db import Database, request_counts
 from memstore.db import fork as forks
-from memstore.db import request_counts
 
 
 async def fork_ledger(

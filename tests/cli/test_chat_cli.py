@@ -62,7 +62,12 @@ def model_env(base_url: str, **extra: str) -> dict[str, str | None]:
 def test_piped_turns_one_per_line(db_path: Path, standin: StandInModel, base_url: str) -> None:
     env = model_env(base_url, OPENAI_MODEL="gpt-from-env")
     result = chat(
-        db_path, "Hello there.\n\n   \nWhat did I say?\n", "s1", "--context-window", "32000", env=env
+        db_path,
+        "Hello there.\n\n   \nWhat did I say?\n",
+        "s1",
+        "--context-window",
+        "32000",
+        env=env,
     )
     assert result.exit_code == 0, result.output
     out = result.stdout

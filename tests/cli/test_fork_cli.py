@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner, Result
-
 from conftest import write_worked_example
+
 from memstore.cli import main
 
 
@@ -30,7 +30,9 @@ def test_fork_show_sessions_replay_and_export(db_path: Path) -> None:
     listed = run(db_path, "sessions").stdout
     assert "incident-42 @ 4" in listed
     infos = {i["id"]: i for i in json.loads(run(db_path, "sessions", "--json").stdout)}
-    assert infos["retry"]["parent_id"] == "incident-42" and infos["incident-42"]["parent_id"] is None
+    assert (
+        infos["retry"]["parent_id"] == "incident-42" and infos["incident-42"]["parent_id"] is None
+    )
     replayed = run(db_path, "replay", "retry")
     assert replayed.exit_code == 0, replayed.output
     assert "forked from incident-42 at version 4" in replayed.stdout
@@ -53,7 +55,9 @@ def test_bad_fork_input_is_one_line(db_path: Path) -> None:
     write_worked_example(db_path)
     before = run(db_path, "sessions", "--json").stdout
     missing = run(db_path, "fork", "nobody", "x")
-    assert missing.exit_code == 1 and "session_id: session 'nobody' does not exist" in missing.output
+    assert (
+        missing.exit_code == 1 and "session_id: session 'nobody' does not exist" in missing.output
+    )
     taken = run(db_path, "fork", "incident-42", "incident-42")
     assert taken.exit_code == 1 and "new_session_id" in taken.output
     for at in ("0", "7", "-2"):
