@@ -1,7 +1,7 @@
 """``memstore.offline_model``: the scripted stand-in model server (the public import path; the
-code lives in :mod:`memstore.model_side.standin_server`)."""
+code lives in :mod:`memstore.model_side.stand_in_server`)."""
 
-from memstore.model_side.standin_server import (
+from memstore.model_side.stand_in_server import (
     STANDIN_MODEL,
     Brain,
     RecordedRequest,

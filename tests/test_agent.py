@@ -24,7 +24,7 @@ from memstore import (
 from memstore.core.summarizers import ExtractiveSummarizer
 from memstore.errors import ConfigurationError, ModelCallError, ToolLoopError
 from memstore.model_side.agent import DEFAULT_INSTRUCTIONS, Agent, Tool, check_arguments
-from memstore.model_side.standin_server import (
+from memstore.model_side.stand_in_server import (
     Reply,
     StandInModel,
     error_reply,

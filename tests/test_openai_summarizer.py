@@ -1,6 +1,6 @@
 """OpenAISummarizer through the real ``openai`` client, against a stand-in ``/v1/responses``.
 
-The stand-in (memstore.model_side.standin_server) records every request: these tests assert what is
+The stand-in (memstore.model_side.stand_in_server) records every request: these tests assert what is
 sent (the contract as instructions, the data fenced and escaped, never the noise) and what the store
 makes of each answer, including every way the call can fail.
 """
@@ -28,7 +28,7 @@ from memstore.model_side.openai_summarizer import (
     parse_summary_request,
     render_summary_request,
 )
-from memstore.model_side.standin_server import (
+from memstore.model_side.stand_in_server import (
     Reply,
     StandInModel,
     error_reply,

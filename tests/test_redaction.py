@@ -13,7 +13,7 @@ from conftest import WORKED_FIFTH, WORKED_ITEMS, WORKED_LIMITS
 
 from memstore import MemoryStore, OpenAISummarizer, WordEstimator
 from memstore.core.redaction import REDACTED, redact
-from memstore.model_side.standin_server import StandInModel, error_reply
+from memstore.model_side.stand_in_server import StandInModel, error_reply
 
 KEY = "sk-proj-Abc123def456GHI789jkl012MNO345"
 
