@@ -438,3 +438,26 @@ async def test_reasoning_items_go_back_verbatim_with_store_false(store: MemorySt
     assert carried == [reasoning]  # stored and sent back byte for byte, blob included
     stored = next(i for i in await agent.memory.items() if i.item_type == "reasoning")
     assert stored.content == "The user wants the recall key."  # what summaries read
+
+
+async def test_open_fits_the_limits_to_the_instructions_and_tools(store: MemoryStore) -> None:
+    async def lookup(ticket: str) -> str:
+        return ticket
+
+    schema = {"type": "object", "properties": {"ticket": {"type": "string"}}}
+    tools = (Tool(f"lookup_{n}", "Look a ticket up. " * 20, schema, lookup) for n in range(3))
+    agent = await Agent.open(
+        store, "fit", client=StandInModel().client(), model=MODEL, estimator=WordEstimator(),
+        context_window=4_000, max_output_tokens=500, tools=tools, instructions="Be brief.",
+    )  # fmt: skip
+    assert sorted(agent.tools) == ["lookup_0", "lookup_1", "lookup_2", "recall", "remember",
+                                   "search_memory"]  # fmt: skip
+    expected = MemoryLimits.for_model(
+        context_window=4_000,
+        max_output_tokens=500,
+        instructions="Be brief.",
+        tools=list(agent.tools.values()),
+        estimator=WordEstimator(),
+    )
+    assert agent.memory.limits == expected
+    assert agent.max_output_tokens == 500

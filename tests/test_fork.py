@@ -8,6 +8,7 @@ a search across sessions shows a passage the fork shares with its parent once.
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,12 @@ async def test_a_fork_starts_with_the_parents_model_input(any_store: MemoryStore
     assert forked.total_tokens == info.total_tokens
     assert await any_store.lease_holder("f") is None
     assert await any_store.check() == []
+    # Every copied row has an id of its own: a random UUID.
+    copied = (await any_store.history("f")).items
+    originals = {item.id for item in (await any_store.history("p")).items}
+    assert len({item.id for item in copied}) == len(copied) == len(originals)
+    assert all(uuid.UUID(item.id).version == 4 for item in copied)
+    assert not {item.id for item in copied} & originals
 
 
 async def test_a_fork_at_a_past_version_is_the_state_replay_rebuilds(

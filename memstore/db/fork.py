@@ -24,12 +24,26 @@ later, such as a scope), except what describes the moment: the lease (free), the
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from sqlalchemy import Connection, Row, insert, select, tuple_
+from sqlalchemy import (
+    Connection,
+    Row,
+    String,
+    and_,
+    bindparam,
+    case,
+    cast,
+    func,
+    insert,
+    literal_column,
+    or_,
+    select,
+    tuple_,
+)
 
 from memstore.core.search_terms import SearchHit
 from memstore.core.values import ITEM_OVERHEAD_TOKENS, MemoryKind, SessionInfo
@@ -48,8 +62,6 @@ _FRESH_LEASE = {
     "lease_pid": None,
     "lease_started": None,
 }
-#: An item still active at the fork's version: no removal recorded, its first row version.
-_ACTIVE = {"fate": None, "removed_by": None, "removed_version": None, "version": 1}
 
 
 async def fork(db: Database, session_id: str, new_session_id: str, at: int | None) -> SessionInfo:
@@ -96,11 +108,6 @@ def fork_rows(
         .where(compactions.c.session_id == session_id, compactions.c.committed_version <= version)
         .order_by(compactions.c.number)
     ).all()
-    rows = conn.execute(
-        select(items)
-        .where(items.c.session_id == session_id, items.c.added_version <= version)
-        .order_by(items.c.seq)
-    ).all()
     numbers = [comp.number for comp in comps]
     produced = (
         conn.execute(
@@ -111,7 +118,7 @@ def fork_rows(
         if numbers
         else []
     )
-    active = [row for row in rows if row.removed_version is None or row.removed_version > version]
+    counts = _item_counts(conn, session_id, version, comps)
     summary, summary_tokens = _summary_at(parent, comps, produced)
     now = utcnow()
     values = dict(parent._mapping)
@@ -119,10 +126,10 @@ def fork_rows(
     values.update(
         id=new_session_id,
         version=version,
-        last_seq=parent.pruned_items + len(rows),
-        active_items=len(active),
-        active_tokens=sum(row.estimated_tokens + ITEM_OVERHEAD_TOKENS for row in active),
-        user_turns=_user_turns(comps, rows),
+        last_seq=parent.pruned_items + counts.copied,
+        active_items=counts.active,
+        active_tokens=counts.active_tokens,
+        user_turns=counts.user_turns,
         compaction_count=parent.pruned_compactions + len(comps),
         summary=summary,
         summary_tokens=summary_tokens,
@@ -140,8 +147,10 @@ def fork_rows(
         conn.execute(
             insert(compactions), [{**c._mapping, "session_id": new_session_id} for c in comps]
         )
-    if rows:
-        conn.execute(insert(items), [_copied_item(row, new_session_id, version) for row in rows])
+    if counts.copied:
+        conn.execute(
+            _copy_items(conn.dialect.name), {"p": session_id, "new": new_session_id, "v": version}
+        )
     if produced:
         conn.execute(insert(summaries), [_copied_summary(row, new_session_id) for row in produced])
     info = fetch_session_row(conn, new_session_id)
@@ -149,14 +158,76 @@ def fork_rows(
     return row_to_info(info)
 
 
-def _copied_item(row: Row[Any], new_session_id: str, version: int) -> dict[str, Any]:
-    values = dict(row._mapping)
-    values.update(
-        id=str(uuid.uuid4()), session_id=new_session_id, origin_id=row.origin_id or row.id
+@dataclass(frozen=True)
+class _ItemCounts:
+    copied: int
+    active: int
+    active_tokens: int
+    user_turns: int
+
+
+def _item_counts(
+    conn: Connection, session_id: str, version: int, comps: Sequence[Row[Any]]
+) -> _ItemCounts:
+    """What the fork's session row caches about its items, counted by the database.
+
+    ``user_turns``: user messages that count toward ``summarize_every`` at the version, those
+    after the snapshot of the last compaction that reset the count (a pop does not).
+    """
+    resets = [comp.snapshot_version for comp in comps if comp.trigger != "pop"]
+    since = resets[-1] if resets else 0
+    active = or_(items.c.removed_version.is_(None), items.c.removed_version > version)
+    user = and_(items.c.kind == MemoryKind.USER_MESSAGE.value, items.c.added_version > since)
+    row = conn.execute(
+        select(
+            func.count(),
+            func.count().filter(active),
+            func.coalesce(
+                func.sum(items.c.estimated_tokens + ITEM_OVERHEAD_TOKENS).filter(active), 0
+            ),
+            func.count().filter(user),
+        ).where(items.c.session_id == session_id, items.c.added_version <= version)
+    ).one()
+    return _ItemCounts(*(int(value) for value in row))
+
+
+#: A random (version 4) UUID in SQLite's SQL: 122 random bits, the version and variant digits.
+_SQLITE_UUID4 = (
+    "lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || "
+    "substr(hex(randomblob(2)), 2) || '-' || substr('89ab', 1 + abs(random()) % 4, 1) || "
+    "substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))"
+)
+
+
+def _new_uuid(dialect: str) -> Any:
+    """A random UUID made by the database, one per copied row."""
+    if dialect == "postgresql":
+        return cast(func.gen_random_uuid(), String)
+    return literal_column(_SQLITE_UUID4, String)
+
+
+def _copy_items(dialect: str) -> Any:
+    """``INSERT ... SELECT``: every item appended up to the version ``:v``, with the fate
+    it had then (one removed later is active in the copy), in one statement: no row travels
+    through Python, whatever the history's length."""
+    removed_then = and_(
+        items.c.removed_version.is_not(None), items.c.removed_version <= bindparam("v")
     )
-    if row.removed_version is not None and row.removed_version > version:
-        values.update(_ACTIVE)  # removed after the fork's version: active in the fork
-    return values
+    source: dict[str, Any] = {column.name: column for column in items.columns}
+    source.update(
+        id=_new_uuid(dialect),
+        session_id=bindparam("new", type_=String),
+        origin_id=func.coalesce(items.c.origin_id, items.c.id),
+        fate=case((removed_then, items.c.fate), else_=None),
+        removed_by=case((removed_then, items.c.removed_by), else_=None),
+        removed_version=case((removed_then, items.c.removed_version), else_=None),
+        version=case((removed_then, items.c.version), else_=1),
+    )
+    names = [column.name for column in items.columns]
+    query = select(*(source[name] for name in names)).where(
+        items.c.session_id == bindparam("p"), items.c.added_version <= bindparam("v")
+    )
+    return insert(items).from_select(names, query)
 
 
 def _copied_summary(row: Row[Any], new_session_id: str) -> dict[str, Any]:
@@ -177,15 +248,6 @@ def _summary_at(
         elif comp.summary_action == "removed":
             summary, tokens = None, None
     return summary, tokens
-
-
-def _user_turns(comps: Sequence[Row[Any]], rows: Sequence[Row[Any]]) -> int:
-    """User messages that count toward ``summarize_every`` at the fork's version: those after
-    the snapshot of the last compaction that reset the count (a pop does not)."""
-    resets = [comp.snapshot_version for comp in comps if comp.trigger != "pop"]
-    since = resets[-1] if resets else 0
-    user = MemoryKind.USER_MESSAGE.value
-    return sum(1 for row in rows if row.kind == user and row.added_version > since)
 
 
 # -- forks of a session, and a passage shared by several -----------------------------------

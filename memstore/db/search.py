@@ -211,7 +211,8 @@ def search_rows(
         hits = unique_hits(conn, ranked)
         if len(hits) >= limit or len(ranked) < fetch:
             return hits[:limit]
-        fetch *= 2
+        # Copies crowded the ranking: rank as many more rows as they took, at least double.
+        fetch = max(fetch * 2, fetch * limit // max(len(hits), 1) + limit)
 
 
 def _ranked_rows(

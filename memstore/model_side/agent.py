@@ -243,6 +243,8 @@ class Agent:
             estimator = estimator or estimator_from_name(info.estimator)
         counter = estimator or TiktokenEstimator()
         summarizer = summarizer or OpenAISummarizer(client, model)
+        if "tools" in options:  # read twice below: an iterator would be empty the second time
+            options["tools"] = list(options["tools"])
 
         def build(chosen: MemoryLimits) -> Agent:
             memory = store.session(
