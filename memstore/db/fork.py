@@ -18,8 +18,10 @@ at that version is recognised in the fork. The session row records ``parent_id``
 copied from, the same for every copy, which is how a search across sessions shows a shared
 passage once (:func:`unique_hits`).
 
-Everything else on the session row is the parent's (limits, estimator, and columns added
-later, such as a scope), except what describes the moment: the lease (free), the times.
+Everything else on the session row is the parent's (the estimator, the limits it stores now:
+limits are not recorded per version, and columns added later, such as a scope), except what
+describes the moment: the lease (free), the times. A fork's own appends store the limits of
+the handle that makes them, as any session's do.
 """
 
 from __future__ import annotations
