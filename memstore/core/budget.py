@@ -26,8 +26,9 @@ from typing import Any
 from memstore.config import require_int
 from memstore.errors import ConfigurationError
 
-#: Share of the room kept free (the most the issue of a miscount may cost): tokenizer
-#: differences, request framing, a turn's tool calls in flight.
+#: Share of the room kept free for what memstore cannot count exactly: tokenizer
+#: differences, request framing, a turn's tool calls in flight. When `memstore show` reports
+#: memstore counting well under the model, give a smaller window.
 SAFETY_MARGIN = 0.10
 #: Where compaction finishes, as a share of the hard limit: the defaults' 900 / 1,500.
 TARGET_SHARE = 0.6
