@@ -8,6 +8,9 @@ a search across sessions shows a passage the fork shares with its parent once.
 
 from __future__ import annotations
 
+import asyncio
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -27,6 +30,7 @@ from memstore.memory.session import SessionMemory
 from memstore.render.input import build_input
 
 LIMITS = MemoryLimits(hard=60, target=40, keep_recent=2)
+WORKER = Path(__file__).with_name("concurrency_worker.py")
 
 
 async def conversation(
@@ -249,3 +253,38 @@ async def test_export_and_import_carry_the_parent(any_store: MemoryStore, tmp_pa
         info = await other.session_info("f")
         assert (info.parent_id, info.parent_version) == ("p", 6)
         assert await other.check() == []
+
+
+async def test_forks_taken_while_another_process_writes_are_consistent(backend_url: str) -> None:
+    """A worker process appends (and compacts) while forks are taken: each fork is the
+    parent's ledger cut at its version, whatever was committed meanwhile."""
+    async with MemoryStore.open(backend_url) as store:  # migrated before the worker starts
+        worker = subprocess.Popen(
+            [sys.executable, str(WORKER), backend_url, "p", "w", "120"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        taken: list[str] = []
+        while worker.poll() is None or not taken:
+            try:
+                await store.fork("p", f"f{len(taken)}")
+                taken.append(f"f{len(taken)}")
+            except SessionNotFoundError:  # no append committed yet
+                pass
+            await asyncio.sleep(0.02)
+        _out, err = worker.communicate(timeout=120)
+        assert worker.returncode == 0, err
+        parent = await store.history("p")
+        assert parent.reports, "the worker compacted"
+        for fork_id in taken:
+            fork = await store.history(fork_id)
+            at = fork.info.parent_version
+            assert at is not None and fork.info.version == at
+            mine, theirs = state_at(fork, at), state_at(parent, at)
+            assert [(i.seq, i.content) for i in mine.items] == [
+                (i.seq, i.content) for i in theirs.items
+            ]
+            assert mine.summary == theirs.summary
+        assert len({(await store.session_info(f)).parent_version for f in taken}) > 1
+        assert await store.check() == []
