@@ -1,15 +1,24 @@
 """Full-text search over items, summaries and long-term entries, and its audit.
 
-The index itself is migration 0008's: on SQLite three FTS5 tables with external content
-(``items_fts``, ``summaries_fts``, ``ltm_entries_fts``), kept in step by triggers in the same
-transaction as every write; on PostgreSQL GIN indexes over ``to_tsvector('english', ...)``.
-Neither is declared in :mod:`memstore.db.tables` (SQLAlchemy models neither FTS5 tables nor
+The index is migration 0008's, items changed by 0009: on SQLite three FTS5 tables with
+external content (``items_fts``, ``summaries_fts``, ``ltm_entries_fts``); on PostgreSQL GIN
+indexes over ``to_tsvector('english', ...)``. Summaries and long-term entries are indexed by
+the writes that make them (triggers on SQLite). Items are not: an append writes its row and
+nothing else (:mod:`memstore.db.search_index`), so
+
+* on SQLite a search queries ``items_fts`` and then the *tail*, the items above the
+  index's watermark, indexed for that one query into a temporary table;
+* on PostgreSQL the index holds the forgotten items only (compactions index what they
+  remove), and a search reads the active items in its scope directly.
+
+Either way a search sees every committed item, read-only stores included. Neither index is
+declared in :mod:`memstore.db.tables` (SQLAlchemy models neither FTS5 tables nor
 expression indexes); :data:`INDEX_TABLES` names what Alembic's comparisons must leave alone.
 
 A search runs one ranked query per source (items, summaries, entries), each returning its
 best ``limit`` rows, and keeps the best ``limit`` of them all. The words arrive already
-split (:func:`memstore.core.search_terms.search_terms`) and each is quoted as a literal here, so
-no user text is ever parsed as query syntax. Every value is a bound parameter.
+split (:func:`memstore.core.search_terms.search_terms`) and each is quoted as a literal here,
+so no user text is ever parsed as query syntax. Every value is a bound parameter.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ from memstore.core.search_terms import (
     SearchHit,
     SearchScope,
 )
+from memstore.db import search_index
 from memstore.db.engine import Database
 from memstore.db.reads import ITEM_COLUMNS, row_to_item
 from memstore.db.tables import JSONDocument, UTCDateTime, items
@@ -49,7 +59,11 @@ TOKENIZER = "porter unicode61 remove_diacritics 2"
 _SHADOWS = ("_data", "_idx", "_docsize", "_config", "_content")
 #: Everything the search index adds to a SQLite schema (for Alembic's comparisons).
 INDEX_TABLES = frozenset(
-    [*FTS_TABLES, *(name + suffix for name in FTS_TABLES for suffix in _SHADOWS)]
+    [
+        *FTS_TABLES,
+        *(name + suffix for name in FTS_TABLES for suffix in _SHADOWS),
+        search_index.WATERMARK_TABLE,
+    ]
 )
 
 
@@ -59,7 +73,7 @@ def modelled(name: str | None, type_: str, parent_names: Any) -> bool:
     return name not in INDEX_TABLES and name not in POSTGRES_INDEXES
 
 
-#: The PostgreSQL expression indexes.
+#: The PostgreSQL expression indexes (that of items partial: forgotten items only).
 POSTGRES_INDEXES = ("ix_items_search", "ix_summaries_search", "ix_ltm_entries_search")
 #: Must be the configuration migration 0008 indexed with: the planner uses an expression
 #: index only for the very same expression.
@@ -97,25 +111,34 @@ def _session_filter(scope: SearchScope, column: str) -> str:
     return "" if scope.sessions is None else f" AND {column} IN :sessions"
 
 
-def _items_sql(dialect: str, scope: SearchScope) -> str:
+def _items_sql(dialect: str, scope: SearchScope, index: str = "items_fts") -> str:
+    """SQLite: the items that FTS5 table ``index`` holds (``items_fts``, or the tail's
+    temporary table). PostgreSQL: the forgotten items through their partial index, and the
+    active ones (if in scope) by reading them."""
     where = _session_filter(scope, "i.session_id")
-    if not scope.include_active:
-        where += " AND i.fate IS NOT NULL"
     if dialect == "sqlite":
+        if not scope.include_active:
+            where += " AND i.fate IS NOT NULL"
         return (
-            f"SELECT {_ITEM_COLUMNS}, -bm25(items_fts) AS score, "
-            f"snippet(items_fts, 0, :open, :close, :dots, :words) AS snippet "
-            f"FROM items_fts JOIN items AS i ON i.rowid = items_fts.rowid "
-            f"WHERE items_fts MATCH :match{where} "
-            f"ORDER BY bm25(items_fts), i.session_id, i.seq LIMIT :limit"
+            f"SELECT {_ITEM_COLUMNS}, -bm25({index}) AS score, "
+            f"snippet({index}, 0, :open, :close, :dots, :words) AS snippet "
+            f"FROM {index} JOIN items AS i ON i.rowid = {index}.rowid "
+            f"WHERE {index} MATCH :match{where} "
+            f"ORDER BY bm25({index}), i.session_id, i.seq LIMIT :limit"
         )
     vector = f"to_tsvector({PG_CONFIG}, i.content)"
     query = f"to_tsquery({PG_CONFIG}, :match)"
+    fates = ["IS NOT NULL", "IS NULL"] if scope.include_active else ["IS NOT NULL"]
+    # The partial index holds only forgotten items: each half states its fate, so the
+    # planner uses the index for the first and the active-items index for the second.
+    matched = " UNION ALL ".join(
+        f"SELECT {_ITEM_COLUMNS}, ts_rank({vector}, {query}) AS score FROM items AS i "
+        f"WHERE i.fate {fate} AND {vector} @@ {query}{where}"
+        for fate in fates
+    )
     return (
         f"SELECT t.*, ts_headline({PG_CONFIG}, t.content, {query}, :headline) AS snippet "
-        f"FROM (SELECT {_ITEM_COLUMNS}, ts_rank({vector}, {query}) AS score FROM items AS i "
-        f"WHERE {vector} @@ {query}{where} "
-        f"ORDER BY score DESC, i.session_id, i.seq LIMIT :limit) AS t "
+        f"FROM ({matched} ORDER BY score DESC, session_id, seq LIMIT :limit) AS t "
         f"ORDER BY t.score DESC, t.session_id, t.seq"
     )
 
@@ -216,6 +239,8 @@ def search_rows(
     if scope.sessions != ():
         items_sql = _statement(_items_sql(dialect, scope), scope, _ITEM_TYPES)
         hits += [_item_hit(row) for row in conn.execute(items_sql, params)]
+        if dialect == "sqlite":
+            hits += _tail_hits(conn, scope, params)
         summaries_sql = _statement(_summaries_sql(dialect, scope), scope, {})
         hits += [_summary_hit(row) for row in conn.execute(summaries_sql, params)]
     if scope.scopes != ():
@@ -223,6 +248,21 @@ def search_rows(
         hits += [_entry_hit(row) for row in conn.execute(entries_sql, params)]
     hits.sort(key=lambda hit: -hit.score)  # stable: each source's own order breaks ties
     return hits[:limit]
+
+
+def _tail_hits(conn: Connection, scope: SearchScope, params: dict[str, Any]) -> list[SearchHit]:
+    """The hits among the items not indexed yet (SQLite): they are indexed into a temporary
+    table for this query only (:func:`~memstore.db.search_index.scan_tail`)."""
+    if not search_index.has_tail(conn):
+        return []
+    try:
+        sessions = None if scope.sessions is None else list(scope.sessions)
+        if not search_index.scan_tail(conn, TOKENIZER, sessions, not scope.include_active):
+            return []
+        sql = _items_sql("sqlite", scope, search_index.TAIL_TABLE)
+        return [_item_hit(row) for row in conn.execute(_statement(sql, scope, _ITEM_TYPES), params)]
+    finally:
+        search_index.drop_tail(conn)
 
 
 async def search(

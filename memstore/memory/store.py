@@ -299,6 +299,17 @@ class MemoryStore:
             found += check_ledger(ledger)
         return found
 
+    async def index_lag(self) -> int:
+        """Items the full-text index does not hold yet (information, never a fault).
+
+        Appends do not index; the writer indexes new items in bulk between writes, about
+        once a second, and every search scans what it has not indexed yet, so searches see
+        every item either way. Always 0 on PostgreSQL.
+        """
+        from memstore.db import audit
+
+        return await audit.index_lag(self._db)
+
     async def history(self, session_id: str) -> SessionHistory:
         """Everything recorded about a session (for replay and audits).
 
