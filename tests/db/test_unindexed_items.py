@@ -10,6 +10,7 @@ judges it. Migration 0009 is run down and up over a database with unindexed rows
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import sqlite3
@@ -254,3 +255,17 @@ async def test_the_writer_indexes_in_bulk_transactions(db_path: Path) -> None:
         assert await store.index_lag() == 5
         assert await store.database.run_write(index_pending) is False
         assert await store.index_lag() == 0
+
+
+async def test_the_writer_catches_up_on_its_own_between_writes(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(writer, "MAINTENANCE_INTERVAL_S", 0.05)
+    async with MemoryStore.open(db_path) as store:
+        await chatter(store, "s1", turns=4)
+        for _ in range(200):  # no write comes: the idle writer indexes what it wrote
+            if await store.index_lag() == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert await store.index_lag() == 0
+        assert await store.check() == []
