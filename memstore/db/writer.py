@@ -15,9 +15,10 @@ queue jobs and await a future. The thread takes everything queued, and:
 Between batches the thread also runs an optional *maintenance* job (the search index's
 catching up, :mod:`memstore.db.search_index`) in a transaction of its own: once
 :data:`MAINTENANCE_INTERVAL_S` has passed since it last ran and something was written
-since, as soon as the thread is between two batches (at once when no job is waiting), and
-once more when the writer closes. No caller waits for it, and its failure is nobody's: it
-is tried again at the next interval.
+since, as soon as the thread is between two batches with no job waiting (a writer kept busy
+runs it anyway once it is :data:`MAINTENANCE_OVERDUE` intervals late), and once more when
+the writer closes. No caller waits for it (though a job queued while it runs waits, as
+behind any batch), and its failure is nobody's: it is tried again at the next interval.
 
 If the transaction itself fails (BEGIN or COMMIT, or SQLite rolling everything back on a full
 disk or an I/O error), nothing of the batch is stored and every caller hears so. The thread
@@ -62,6 +63,9 @@ MAX_BATCH = 256
 #: beside the appends (one commit a second), often enough that what it catches up on stays
 #: small (about a second of appends).
 MAINTENANCE_INTERVAL_S = 1.0
+
+#: Intervals a busy writer may put maintenance off (it waits while callers' jobs are queued).
+MAINTENANCE_OVERDUE = 10
 
 Job = Callable[[Connection], Any]
 #: A maintenance job: returns whether work is left (then it runs again at the next gap).
@@ -174,7 +178,7 @@ def _serve(
                     raise
                 if due is None:
                     due = time.monotonic() + MAINTENANCE_INTERVAL_S
-            if maintenance is not None and due is not None and (stop or time.monotonic() >= due):
+            if maintenance is not None and due is not None and _maintenance_due(due, stop, channel):
                 conn, more = _maintain(engine, conn, maintenance, damage)
                 due = time.monotonic() if more else None
     finally:
@@ -190,6 +194,16 @@ def _serve(
                     StorageError("the SQLite writer stopped before this write ran: not stored")
                 )
         channel.stopped.set_result(None)
+
+
+def _maintenance_due(due: float, stop: bool, channel: _Channel) -> bool:
+    """Whether to run maintenance now: it is due and no caller waits (a job queued meanwhile
+    goes first), or the writer is closing, or callers have kept it busy for
+    :data:`MAINTENANCE_OVERDUE` intervals past its time."""
+    now = time.monotonic()
+    if stop or now >= due + MAINTENANCE_OVERDUE * MAINTENANCE_INTERVAL_S:
+        return True
+    return now >= due and channel.jobs.empty()
 
 
 def _maintain(
