@@ -291,6 +291,8 @@ def model_input_reads(removed: int, calls: int) -> tuple[list[Row], tuple[float,
     async def median_call(path: Path, forgotten: int) -> float:
         async with MemoryStore.open(path) as store:
             await store.import_session(history_records(forgotten, 50))
+            while await store.database.run_write(index_pending):  # what the writer does next
+                pass
             memory = await store.attach("h")
             await memory.build_model_input()
             times = []
