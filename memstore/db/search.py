@@ -2,15 +2,11 @@
 
 The index is migration 0008's, items changed by 0009: on SQLite three FTS5 tables with
 external content (``items_fts``, ``summaries_fts``, ``ltm_entries_fts``); on PostgreSQL GIN
-indexes over ``to_tsvector('english', ...)``. Summaries and long-term entries are indexed by
-the writes that make them (triggers on SQLite). Items are not: an append writes its row and
-nothing else (:mod:`memstore.db.search_index`), so
-
-* on SQLite a search queries ``items_fts`` and then the *tail*, the items above the
-  index's watermark, indexed for that one query into a temporary table;
-* on PostgreSQL the index holds the forgotten items only (compactions index what they
-  remove), and a search reads the active items in its scope directly.
-
+indexes over ``to_tsvector('english', ...)``, maintained by PostgreSQL in every write.
+On SQLite, summaries and long-term entries are indexed by the writes that make them
+(triggers), items are not: an append writes its row and nothing else
+(:mod:`memstore.db.search_index`), so a search queries ``items_fts`` and then the *tail*,
+the items above the index's watermark, indexed for that one query into a temporary table.
 Either way a search sees every committed item, read-only stores included. Neither index is
 declared in :mod:`memstore.db.tables` (SQLAlchemy models neither FTS5 tables nor
 expression indexes); :data:`INDEX_TABLES` names what Alembic's comparisons must leave alone.
@@ -73,7 +69,7 @@ def modelled(name: str | None, type_: str, parent_names: Any) -> bool:
     return name not in INDEX_TABLES and name not in POSTGRES_INDEXES
 
 
-#: The PostgreSQL expression indexes (that of items partial: forgotten items only).
+#: The PostgreSQL expression indexes.
 POSTGRES_INDEXES = ("ix_items_search", "ix_summaries_search", "ix_ltm_entries_search")
 #: Must be the configuration migration 0008 indexed with: the planner uses an expression
 #: index only for the very same expression.
@@ -113,12 +109,11 @@ def _session_filter(scope: SearchScope, column: str) -> str:
 
 def _items_sql(dialect: str, scope: SearchScope, index: str = "items_fts") -> str:
     """SQLite: the items that FTS5 table ``index`` holds (``items_fts``, or the tail's
-    temporary table). PostgreSQL: the forgotten items through their partial index, and the
-    active ones (if in scope) by reading them."""
+    temporary table)."""
     where = _session_filter(scope, "i.session_id")
+    if not scope.include_active:
+        where += " AND i.fate IS NOT NULL"
     if dialect == "sqlite":
-        if not scope.include_active:
-            where += " AND i.fate IS NOT NULL"
         return (
             f"SELECT {_ITEM_COLUMNS}, -bm25({index}) AS score, "
             f"snippet({index}, 0, :open, :close, :dots, :words) AS snippet "
@@ -128,17 +123,11 @@ def _items_sql(dialect: str, scope: SearchScope, index: str = "items_fts") -> st
         )
     vector = f"to_tsvector({PG_CONFIG}, i.content)"
     query = f"to_tsquery({PG_CONFIG}, :match)"
-    fates = ["IS NOT NULL", "IS NULL"] if scope.include_active else ["IS NOT NULL"]
-    # The partial index holds only forgotten items: each half states its fate, so the
-    # planner uses the index for the first and the active-items index for the second.
-    matched = " UNION ALL ".join(
-        f"SELECT {_ITEM_COLUMNS}, ts_rank({vector}, {query}) AS score FROM items AS i "
-        f"WHERE i.fate {fate} AND {vector} @@ {query}{where}"
-        for fate in fates
-    )
     return (
         f"SELECT t.*, ts_headline({PG_CONFIG}, t.content, {query}, :headline) AS snippet "
-        f"FROM ({matched} ORDER BY score DESC, session_id, seq LIMIT :limit) AS t "
+        f"FROM (SELECT {_ITEM_COLUMNS}, ts_rank({vector}, {query}) AS score FROM items AS i "
+        f"WHERE {vector} @@ {query}{where} "
+        f"ORDER BY score DESC, i.session_id, i.seq LIMIT :limit) AS t "
         f"ORDER BY t.score DESC, t.session_id, t.seq"
     )
 
