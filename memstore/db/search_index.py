@@ -4,9 +4,9 @@ An append writes its row and nothing else (migration 0009). On SQLite, ``items_f
 every item whose rowid is at most the watermark (``items_fts_watermark.upto``); the newer
 ones, *the tail*, are indexed here in bulk:
 
-* by the writer thread (:mod:`memstore.db.writer`), in a transaction of its own, once
-  :data:`~memstore.db.writer.MAINTENANCE_INTERVAL_S` has passed since it last did, as soon as
-  it is between two batches (at once when it is idle), and when the store closes;
+* by the writer thread (:mod:`memstore.db.writer`), in a transaction of its own, about once
+  a :data:`~memstore.db.writer.MAINTENANCE_INTERVAL_S` after a write, when no caller's job
+  is waiting, and when the store closes;
 * :data:`BULK` rows per transaction at most, so the write lock is never held long.
 
 Whichever process indexes, it does so under the write lock, so two processes never index a
