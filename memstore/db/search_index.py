@@ -28,9 +28,9 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection, bindparam, text
 
-#: Rows indexed per transaction at most: about 50 ms of tokenizing ~200-word items here, the
-#: longest the writer holds the write lock for the index.
-BULK = 2000
+#: Rows indexed per transaction at most: about 30 ms of tokenizing ~200-word items on this
+#: project's machine, the longest a write waits behind the index catching up.
+BULK = 500
 #: The one-row table holding the newest rowid the index holds (migration 0009).
 WATERMARK_TABLE = "items_fts_watermark"
 #: The temporary FTS5 table a search indexes the tail into (per connection, dropped after).
