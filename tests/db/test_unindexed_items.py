@@ -5,7 +5,7 @@ tests stop it from doing so on its own (a maintenance interval of an hour) so th
 stay unindexed, then search them on both backends, from a read-only store and from the CLI,
 delete them every way memstore can (prune, purge, pop, import then purge) and check that the
 FTS5 index is still exactly right, as FTS5's own integrity check against its content table
-judges it. Migration 0009 is run down and up over a database with unindexed rows.
+judges it. Migration 0010_item_index is run down and up over a database with unindexed rows.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from memstore.db.search_index import BULK, index_pending
 from memstore.memory.session import SessionMemory
 
 LIMITS = MemoryLimits(hard=60, target=40, keep_recent=2)
+#: The revision before the one that took indexing off the append path.
+BELOW = "0009_forks"
 
 
 @pytest.fixture(autouse=True)
@@ -204,14 +206,15 @@ def _at_revision(path: Path, revision: str, how: str = "downgrade") -> None:
         engine.dispose()
 
 
-async def test_migration_0009_down_and_up_over_unindexed_rows(db_path: Path) -> None:
+async def test_migration_0010_down_and_up_over_unindexed_rows(db_path: Path) -> None:
     async with MemoryStore.open(db_path) as store:
         await chatter(store, "s1")
         await catch_up(store)
         await chatter(store, "s2")  # never indexed
         assert await store.index_lag() == 25
-        # Down while s2 is unindexed: 0008 indexes every row, so the migration indexes them.
-        await store.database.run_write(lambda conn: command.downgrade(alembic_config(conn), "0008"))
+        # Down while s2 is unindexed: before it every row was indexed, so the migration
+        # indexes them.
+        await store.database.run_write(lambda conn: command.downgrade(alembic_config(conn), BELOW))
     with raw_sqlite(db_path) as raw:
         assert raw.execute("SELECT count(*) FROM items_fts WHERE items_fts MATCH 'zanzibar2'")
         names = {row[0] for row in raw.execute("SELECT name FROM sqlite_master")}
@@ -229,7 +232,7 @@ async def test_migration_0009_down_and_up_over_unindexed_rows(db_path: Path) -> 
         assert await store.check() == []
 
 
-async def test_migration_0009_leaves_postgresql_indexing_every_row(postgres_url: str) -> None:
+async def test_migration_0010_leaves_postgresql_indexing_every_row(postgres_url: str) -> None:
     def definition(conn: Connection) -> str:
         query = text("SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_items_search'")
         return str(conn.execute(query).scalar_one())
@@ -238,7 +241,7 @@ async def test_migration_0009_leaves_postgresql_indexing_every_row(postgres_url:
         await chatter(store, "s1")
         before = await store.database.run_read(definition)
         assert "to_tsvector" in before and "WHERE" not in before
-        await store.database.run_write(lambda conn: command.downgrade(alembic_config(conn), "0008"))
+        await store.database.run_write(lambda conn: command.downgrade(alembic_config(conn), BELOW))
         await store.database.run_write(lambda conn: command.upgrade(alembic_config(conn), "head"))
         assert await store.database.run_read(definition) == before
         assert await found(store, "zanzibar1") == {("s1", 1)}
