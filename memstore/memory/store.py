@@ -301,12 +301,9 @@ class MemoryStore:
         return found
 
     async def index_lag(self) -> int:
-        """Items the full-text index does not hold yet (information, never a fault).
-
-        Appends do not index; the writer indexes new items in bulk between writes, about
-        once a second, and every search scans what it has not indexed yet, so searches see
-        every item either way. Always 0 on PostgreSQL.
-        """
+        """Items the full-text index does not hold yet: information, never a fault (the
+        writer indexes new items in bulk between writes, searches scan the rest; 0 on
+        PostgreSQL)."""
         from memstore.db import audit
 
         return await audit.index_lag(self._db)
