@@ -57,6 +57,11 @@ SKIPPED: dict[str, str] = {
     "test_sqlite_session_rollback_failure_evicts_connection": _INTERNALS,
     "test_sqlite_session_close_retries_quarantined_connection": _INTERNALS,
     "test_sqlite_session_post_commit_cancellation_propagates_after_known_outcome": _INTERNALS,
+    "test_session_limit_drops_unmatched_history_function_call_output": (
+        "a deliberate difference: get_items(limit=N) never returns an output whose call the "
+        "cut left out (the Responses API refuses it); SQLiteSession returns it and leaves "
+        "the Runner to drop it"
+    ),
     "test_sqlite_session_closed_rejects_empty_add_items": (
         "expects SQLiteSession's own message ('SQLiteSession is closed'); a closed "
         "MemstoreSession refuses with StorageError ('the session is closed')"
@@ -66,32 +71,27 @@ SKIPPED: dict[str, str] = {
 _folders: list[str] = []
 
 
-class _ShimSession(MemstoreSession):
-    """MemstoreSession with SQLiteSession's synchronous ``close``."""
+class SQLiteSession(MemstoreSession):
+    """A MemstoreSession where the SDK's test asked for a ``SQLiteSession`` (tests subclass
+    it, so it is a class), with ``SQLiteSession``'s synchronous ``close``."""
+
+    def __init__(
+        self,
+        session_id: str,
+        db_path: str | Path = ":memory:",
+        sessions_table: str = "agent_sessions",
+        messages_table: str = "agent_messages",
+        session_settings: Any = None,
+    ) -> None:
+        if str(db_path) == ":memory:":
+            folder = tempfile.mkdtemp(prefix="memstore-sdk-")
+            _folders.append(folder)
+            db_path = Path(folder) / "session.db"
+        options = {"limits": NO_COMPACTION, "estimator": WordEstimator()}
+        self._open_on_use(session_id, db_path, session_settings, options)
 
     def close(self) -> None:  # type: ignore[override]
-        getattr(self, "release", lambda: None)()
-
-
-def SQLiteSession(  # noqa: N802 - it stands in for the SDK's class of this name
-    session_id: str,
-    db_path: str | Path = ":memory:",
-    sessions_table: str = "agent_sessions",
-    messages_table: str = "agent_messages",
-    session_settings: Any = None,
-) -> MemstoreSession:
-    """A MemstoreSession where the SDK's test asked for a ``SQLiteSession``."""
-    if str(db_path) == ":memory:":
-        folder = tempfile.mkdtemp(prefix="memstore-sdk-")
-        _folders.append(folder)
-        db_path = Path(folder) / "session.db"
-    return _ShimSession.from_url(
-        session_id,
-        db_path,
-        session_settings=session_settings,
-        limits=NO_COMPACTION,
-        estimator=WordEstimator(),
-    )
+        self._release()
 
 
 # In place before pytest imports the SDK's test modules (they import the name at the top).

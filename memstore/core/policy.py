@@ -33,6 +33,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from memstore.core.turns import turn_order
 from memstore.core.units import Unit, closure, units
 from memstore.core.values import (
     ITEM_OVERHEAD_TOKENS,
@@ -62,6 +63,8 @@ class Snapshot:
         summary_tokens: Estimated tokens of ``summary`` (0 without one).
         user_turns: User messages appended since the last compaction.
         estimator: Name of the estimator that counted the session.
+        read_at: When it was read (seconds since 1970): pending calls' deadlines are
+            judged against it (``None``: deadlines are not judged).
     """
 
     session_id: str
@@ -72,6 +75,7 @@ class Snapshot:
     summary_tokens: int = 0
     user_turns: int = 0
     estimator: str = ""
+    read_at: float | None = None
 
     @property
     def total_tokens(self) -> int:
@@ -192,10 +196,12 @@ class CompactionPlan:
 def protected_ids(
     items: Sequence[MemoryItem], keep_recent: int, groups: Sequence[Unit] | None = None
 ) -> frozenset[str]:
-    """Ids of the newest ``keep_recent`` items and the rest of their units, and of every
-    pending unit (a call waiting for its output)."""
+    """Ids of the newest ``keep_recent`` items, counted in the model's order (the turns,
+    :mod:`memstore.core.turns`), and the rest of their units, and of every pending unit (a
+    call waiting for its output)."""
     groups = units(items) if groups is None else groups
-    newest = [item.id for item in items[-keep_recent:]] if keep_recent > 0 else []
+    ordered = turn_order(items)
+    newest = [item.id for item in ordered[-keep_recent:]] if keep_recent > 0 else []
     pending = [item.id for unit in groups if unit.pending for item in unit.items]
     return closure(groups, [*newest, *pending])
 
@@ -239,7 +245,7 @@ def start_plan(
         The draft; call the summarizer on ``draft.candidates`` if there are any.
     """
     budget = limits.target if budget is None else budget
-    groups = units(snapshot.items)
+    groups = units(snapshot.items, snapshot.read_at)
     protected = protected_ids(snapshot.items, limits.keep_recent, groups)
     total = snapshot.total_tokens
     dropped_ids: set[str] = set()

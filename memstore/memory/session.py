@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import inspect
 import logging
+import re
+import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +57,7 @@ from memstore.errors import (
     LeaseHeldError,
     MemstoreError,
     SessionNotFoundError,
+    ValidationError,
 )
 from memstore.memory.compactor import Compactor
 from memstore.memory.item_batch import new_items
@@ -72,11 +75,36 @@ log = logging.getLogger("memstore")
 Observer = Callable[[CompactionReport], Any]
 
 
+#: A handle id: letters, digits and ``._:-``, at most the ``items.handle`` column's width.
+_HANDLE = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+
+
+def new_handle_id() -> str:
+    """A fresh handle id (random: two handles never share one)."""
+    return uuid.uuid4().hex
+
+
+def validate_handle(handle: object) -> str:
+    """``handle`` if it is a valid handle id.
+
+    Raises:
+        ValidationError: not 1-64 letters, digits or ``._:-``.
+    """
+    if not isinstance(handle, str) or not _HANDLE.fullmatch(handle):
+        raise ValidationError("handle", "must be 1-64 letters, digits or ._:-")
+    return handle
+
+
 class SessionMemory:
     """One session's working memory, as seen by one worker.
 
     The handle keeps no state beyond its configuration: every call reads or writes the
     database, so any number of handles in any number of processes see one session.
+
+    Each handle has an id (``handle``) that every item it adds records: the model input keeps
+    each handle's turns whole (:mod:`memstore.core.turns`), a call it added waits for its
+    output only until it moves on, closes (:meth:`end_pending`) or ``pending_s`` passes, and
+    :meth:`pop_item` takes back only its own items.
     """
 
     def __init__(
@@ -93,8 +121,11 @@ class SessionMemory:
         ltm_scopes: Iterable[str] = (),
         ltm_budget: int | None = None,
         recall_budget: int | None = None,
+        handle: str | None = None,
     ) -> None:
         self.session_id = session_id
+        #: This handle's id, recorded on every item it adds.
+        self.handle = new_handle_id() if handle is None else validate_handle(handle)
         self.settings = settings
         self.worker = worker
         self._long_term = long_term
@@ -181,6 +212,7 @@ class SessionMemory:
             # Counted before the transaction: tokenizing must not lengthen the write lock.
             estimated_tokens=self.estimator.count(text),
             idempotency_key=validate_idempotency_key(idempotency_key),
+            handle=self.handle,
         )
         result = await appends.append(
             self._db, self.session_id, self.estimator.name, self.limits, new
@@ -216,9 +248,12 @@ class SessionMemory:
             The stored items, in order.
 
         Raises:
-            ValidationError: an item is not a JSON object, has an unknown ``type``, is over
-                the size limit, or is an output whose call is not in the session (``field``
-                names it, e.g. ``items[2].call_id``); nothing was written.
+            ValidationError: an item is not a JSON object, is over the size limit, holds
+                what the Responses API refuses, or is an output answering a call of another
+                kind or one already answered (``field`` names it, e.g.
+                ``items[2].call_id``); nothing was written. An item of a type memstore has
+                no rule for is carried as it is, and an output whose call left working
+                memory is stored and left out of the model input.
         """
         key = validate_idempotency_key(idempotency_key)
         news = new_items(
@@ -228,6 +263,8 @@ class SessionMemory:
             frozenset(decisions),
             max_bytes=self.settings.max_item_bytes,
             count=self.estimator.count,
+            handle=self.handle,
+            wait_seconds=self.settings.pending_s,
         )
         if not news:
             return []
@@ -238,16 +275,25 @@ class SessionMemory:
         return list(result.items)
 
     async def pop_item(self) -> MemoryItem | None:
-        """Take back the newest active item and return it (``None``: working memory is empty).
+        """Take back the newest active item this handle added and return it (``None``: it has
+        none). Another handle's items, another process's, are never taken back.
 
         Nothing is deleted: the row keeps the fate ``popped``, recorded as a compaction of
         its own (trigger ``pop``), so the audit shows what was taken back and when.
         """
-        done = await rewind.pop_item(self._db, self.session_id, self.limits, self.worker.host)
+        done = await rewind.pop_item(
+            self._db, self.session_id, self.limits, self.worker.host, self.handle
+        )
         if done is None:
             return None
         await self._notify(done.report)
         return done.items[0]
+
+    async def end_pending(self) -> None:
+        """This handle is done: the calls it added wait for their outputs no more, so
+        compaction may remove them (an output that still arrives is stored, and left out of
+        the model input). The Agents SDK session calls this when it is closed."""
+        await rewind.end_pending(self._db, self.session_id, self.handle)
 
     async def clear(self) -> CompactionReport | None:
         """Take every active item and the summary out of working memory, on the record.
