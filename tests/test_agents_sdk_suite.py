@@ -30,8 +30,6 @@ HERE = Path(__file__).parent
 SUITE = [
     "tests/memory/test_session.py",
     "tests/memory/test_session_limit.py",
-    "tests/memory/test_compaction_suffix.py",
-    "tests/memory/test_compaction_model_visibility.py",
     "tests/test_tool_batch_failure_history.py",
     "tests/test_native_tool_failure_history.py",
     "tests/test_tool_failure_boundaries.py",

@@ -47,8 +47,8 @@ from typing import TYPE_CHECKING, Any
 
 from memstore.core.units import valid_input
 from memstore.errors import MemstoreError, SessionSettingsError, StorageError, ValidationError
-from memstore.memory.session import new_handle_id
 from memstore.memory.store import MemoryStore
+from memstore.memory.worker import new_handle_id
 from memstore.render.input import item_message
 
 if TYPE_CHECKING:

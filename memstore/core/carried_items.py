@@ -168,10 +168,18 @@ class ParsedItem:
         return self.is_call or self.item_type == REASONING
 
 
+#: The type of an item with neither a ``type`` nor a message's fields (an Agents SDK
+#: ``EncryptedSession`` envelope): carried opaque.
+UNTYPED = "untyped"
+
+
 def item_type(payload: Mapping[str, Any]) -> str:
-    """The item's ``type``; a message may omit it (``{"role": "user", "content": "hi"}``)."""
+    """The item's ``type``; a message may omit it (``{"role": "user", "content": "hi"}``),
+    and an object with no type and no message fields is :data:`UNTYPED`."""
     kind = payload.get("type")
-    return MESSAGE if kind is None else str(kind)
+    if kind is None:
+        return MESSAGE if "role" in payload or "content" in payload else UNTYPED
+    return str(kind)
 
 
 def link_of(payload: Mapping[str, Any]) -> str | None:

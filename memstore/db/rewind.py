@@ -108,7 +108,7 @@ END_PENDING = (
     update(items)
     .where(
         items.c.session_id == bindparam("sid"),
-        items.c.handle == bindparam("handle"),
+        items.c.handle == bindparam("by_handle"),
         items.c.fate.is_(None),
         items.c.pending_until.is_not(None),
     )
@@ -121,7 +121,7 @@ async def end_pending(db: Database, session_id: str, handle: str) -> int:
     remove them like any incomplete unit). Returns how many items it changed."""
 
     def job(conn: Connection) -> int:
-        return conn.execute(END_PENDING, {"sid": session_id, "handle": handle}).rowcount
+        return conn.execute(END_PENDING, {"sid": session_id, "by_handle": handle}).rowcount
 
     return await db.run_write(job)
 

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import re
-import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +32,7 @@ from memstore.core.policy import CompactionPlan, Snapshot
 from memstore.core.search_terms import SearchHit, SearchScope, search_terms, validate_limit
 from memstore.core.summarizers import Summarizer
 from memstore.core.tokens import TokenEstimator
-from memstore.core.validation import validate_idempotency_key, validate_text
+from memstore.core.validation import validate_handle, validate_idempotency_key, validate_text
 from memstore.core.values import (
     DEFAULT_KIND,
     CompactionReport,
@@ -57,12 +55,11 @@ from memstore.errors import (
     LeaseHeldError,
     MemstoreError,
     SessionNotFoundError,
-    ValidationError,
 )
 from memstore.memory.compactor import Compactor
 from memstore.memory.item_batch import new_items
 from memstore.memory.model_input import InputSources, assemble
-from memstore.memory.worker import Worker
+from memstore.memory.worker import Worker, new_handle_id
 
 if TYPE_CHECKING:
     from memstore.config import Settings
@@ -75,36 +72,12 @@ log = logging.getLogger("memstore")
 Observer = Callable[[CompactionReport], Any]
 
 
-#: A handle id: letters, digits and ``._:-``, at most the ``items.handle`` column's width.
-_HANDLE = re.compile(r"[A-Za-z0-9._:-]{1,64}")
-
-
-def new_handle_id() -> str:
-    """A fresh handle id (random: two handles never share one)."""
-    return uuid.uuid4().hex
-
-
-def validate_handle(handle: object) -> str:
-    """``handle`` if it is a valid handle id.
-
-    Raises:
-        ValidationError: not 1-64 letters, digits or ``._:-``.
-    """
-    if not isinstance(handle, str) or not _HANDLE.fullmatch(handle):
-        raise ValidationError("handle", "must be 1-64 letters, digits or ._:-")
-    return handle
-
-
 class SessionMemory:
     """One session's working memory, as seen by one worker.
 
     The handle keeps no state beyond its configuration: every call reads or writes the
     database, so any number of handles in any number of processes see one session.
-
-    Each handle has an id (``handle``) that every item it adds records: the model input keeps
-    each handle's turns whole (:mod:`memstore.core.turns`), a call it added waits for its
-    output only until it moves on, closes (:meth:`end_pending`) or ``pending_s`` passes, and
-    :meth:`pop_item` takes back only its own items.
+    Every item a handle adds records its id (``handle``): see :mod:`memstore.core.turns`.
     """
 
     def __init__(
@@ -249,11 +222,8 @@ class SessionMemory:
 
         Raises:
             ValidationError: an item is not a JSON object, is over the size limit, holds
-                what the Responses API refuses, or is an output answering a call of another
-                kind or one already answered (``field`` names it, e.g.
-                ``items[2].call_id``); nothing was written. An item of a type memstore has
-                no rule for is carried as it is, and an output whose call left working
-                memory is stored and left out of the model input.
+                what the Responses API refuses, or answers a call already answered or of
+                another kind (``field`` names it: ``items[2].call_id``); nothing written.
         """
         key = validate_idempotency_key(idempotency_key)
         news = new_items(
@@ -275,11 +245,11 @@ class SessionMemory:
         return list(result.items)
 
     async def pop_item(self) -> MemoryItem | None:
-        """Take back the newest active item this handle added and return it (``None``: it has
-        none). Another handle's items, another process's, are never taken back.
+        """Take back the newest active item this handle added (never another handle's) and
+        return it (``None``: it has none).
 
-        Nothing is deleted: the row keeps the fate ``popped``, recorded as a compaction of
-        its own (trigger ``pop``), so the audit shows what was taken back and when.
+        Nothing is deleted: the row keeps the fate ``popped``, recorded as a compaction
+        (trigger ``pop``) of its own.
         """
         done = await rewind.pop_item(
             self._db, self.session_id, self.limits, self.worker.host, self.handle
@@ -290,9 +260,8 @@ class SessionMemory:
         return done.items[0]
 
     async def end_pending(self) -> None:
-        """This handle is done: the calls it added wait for their outputs no more, so
-        compaction may remove them (an output that still arrives is stored, and left out of
-        the model input). The Agents SDK session calls this when it is closed."""
+        """This handle is done: its calls wait for their outputs no more (compaction may
+        remove them; a late output is stored and left out of the model input)."""
         await rewind.end_pending(self._db, self.session_id, self.handle)
 
     async def clear(self) -> CompactionReport | None:
