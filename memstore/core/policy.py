@@ -19,6 +19,8 @@ first. The newest ``keep_recent`` items are *protected* in phases 1 and 2.
 Every phase works on *units* (:mod:`memstore.core.units`), not single items: a Responses call and
 its output, or a reasoning item and what it led to, are protected, dropped, summarized and
 evicted together, and ``keep_recent`` protects every unit that holds one of the newest items.
+"Oldest" and "newest" are in the model's order (:mod:`memstore.core.turns`): each writer's
+turns whole, in the order they began, so ``keep_recent`` protects what the model reads last.
 A pending unit (a call still waiting for its output) is never removed, not even in phase 3:
 the one case where a compaction may end above the target, by at most that unit.
 

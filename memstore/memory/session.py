@@ -260,8 +260,7 @@ class SessionMemory:
         return done.items[0]
 
     async def end_pending(self) -> None:
-        """This handle is done: its calls wait for their outputs no more (compaction may
-        remove them; a late output is stored and left out of the model input)."""
+        """This handle is done: its calls wait no more (a late output is still stored)."""
         await rewind.end_pending(self._db, self.session_id, self.handle)
 
     async def clear(self) -> CompactionReport | None:
