@@ -75,9 +75,8 @@ Observer = Callable[[CompactionReport], Any]
 class SessionMemory:
     """One session's working memory, as seen by one worker.
 
-    The handle keeps no state beyond its configuration: every call reads or writes the
-    database, so any number of handles in any number of processes see one session.
-    Every item a handle adds records its id (``handle``): see :mod:`memstore.core.turns`.
+    Stateless beyond its configuration: every call reads or writes the database, so handles in
+    any number of processes see one session. Its items record its id (:mod:`memstore.core.turns`).
     """
 
     def __init__(
@@ -97,7 +96,6 @@ class SessionMemory:
         handle: str | None = None,
     ) -> None:
         self.session_id = session_id
-        #: This handle's id, recorded on every item it adds.
         self.handle = new_handle_id() if handle is None else validate_handle(handle)
         self.settings = settings
         self.worker = worker
@@ -221,21 +219,14 @@ class SessionMemory:
             The stored items, in order.
 
         Raises:
-            ValidationError: an item is not a JSON object, is over the size limit, holds
-                what the Responses API refuses, or answers a call already answered or of
-                another kind (``field`` names it: ``items[2].call_id``); nothing written.
+            ValidationError: what the Responses API refuses, an item over the size limit, or an
+                output for a call answered already or of another kind; ``field`` names it.
         """
         key = validate_idempotency_key(idempotency_key)
         news = new_items(
-            items,
-            priority,
-            key,
-            frozenset(decisions),
-            max_bytes=self.settings.max_item_bytes,
-            count=self.estimator.count,
-            handle=self.handle,
-            wait_seconds=self.settings.pending_s,
-        )
+            items, priority, key, frozenset(decisions), max_bytes=self.settings.max_item_bytes,
+            count=self.estimator.count, handle=self.handle, wait_seconds=self.settings.pending_s,
+        )  # fmt: skip
         if not news:
             return []
         result = await appends.append_batch(
@@ -245,19 +236,13 @@ class SessionMemory:
         return list(result.items)
 
     async def pop_item(self) -> MemoryItem | None:
-        """Take back the newest active item this handle added (never another handle's) and
-        return it (``None``: it has none).
-
-        Nothing is deleted: the row keeps the fate ``popped``, recorded as a compaction
-        (trigger ``pop``) of its own.
-        """
-        done = await rewind.pop_item(
-            self._db, self.session_id, self.limits, self.worker.host, self.handle
-        )
-        if done is None:
-            return None
-        await self._notify(done.report)
-        return done.items[0]
+        """Take back the newest active item this handle added (never another handle's), return
+        it (``None``: none); its row keeps the fate ``popped`` (a compaction, trigger ``pop``)."""
+        host, handle = self.worker.host, self.handle
+        done = await rewind.pop_item(self._db, self.session_id, self.limits, host, handle)
+        if done is not None:
+            await self._notify(done.report)
+        return None if done is None else done.items[0]
 
     async def end_pending(self) -> None:
         """This handle is done: its calls wait no more (a late output is still stored)."""
@@ -442,6 +427,15 @@ class SessionMemory:
         if snap is None:
             raise SessionNotFoundError(self.session_id)
         return snap
+
+    async def record_input_count(self, model: str, estimated: int, reported: int) -> None:
+        """Record memstore's count of one model request beside the model's ``input_tokens``
+        (:mod:`memstore.core.input_counts`); ``memstore show`` sums them up."""
+        from memstore.core.input_counts import InputCount
+        from memstore.db import request_counts
+
+        count = InputCount(0, model, estimated, reported)
+        await request_counts.record(self._db, self.session_id, count)
 
     def add_observer(
         self, callback: Observer | Callable[[CompactionReport], Awaitable[Any]]

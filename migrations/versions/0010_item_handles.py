@@ -13,8 +13,8 @@
 Plain ADD COLUMN and CREATE INDEX on both backends. Existing rows get ``NULL`` in all three,
 which reads as before: no handle, each item its own turn in commit order, no deadline.
 
-Revision ID: 0009
-Revises: 0008
+Revision ID: 0010
+Revises: 0009_forks
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0009"
-down_revision = "0008"
+revision = "0010"
+down_revision = "0009_forks"
 branch_labels = None
 depends_on = None
 
