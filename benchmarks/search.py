@@ -41,6 +41,7 @@ from suite import SETTINGS, history_records
 from memstore import MemoryLimits, MemoryStore, TiktokenEstimator
 from memstore.core.search_terms import search_terms
 from memstore.db import writer
+from memstore.db.audit import index_lag
 from memstore.db.search import FTS_TABLES
 from memstore.db.search_index import index_pending
 from memstore.render.recall import RECALL_CANDIDATES
@@ -155,7 +156,7 @@ async def cross_session(
         async with MemoryStore.open(folder / f"others-{count}.db", settings=SETTINGS) as store:
             for records in other_sessions(count, 50, texts):
                 await store.import_session(records)  # imported rows are not indexed yet
-            assert await store.index_lag() == 50 * count
+            assert await index_lag(store.database) == 50 * count
             unindexed = await search_others(store, count, calls, questions)
             while await store.database.run_write(index_pending):
                 pass

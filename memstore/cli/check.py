@@ -49,4 +49,6 @@ def check(ctx: click.Context, session_id: str | None, as_json: bool) -> None:
 
 
 async def _check(store: MemoryStore, session_id: str | None) -> tuple[list[Violation], int]:
-    return await store.check(session_id), await store.index_lag()
+    from memstore.db.audit import index_lag
+
+    return await store.check(session_id), await index_lag(store.database)

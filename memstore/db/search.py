@@ -1,6 +1,6 @@
 """Full-text search over items, summaries and long-term entries, and its audit.
 
-The index is migration 0008's, items changed by 0010_item_index: on SQLite three FTS5 tables with
+The index is migration 0008's, items changed by 0011_item_index: on SQLite three FTS5 tables with
 external content (``items_fts``, ``summaries_fts``, ``ltm_entries_fts``); on PostgreSQL GIN
 indexes over ``to_tsvector('english', ...)``, maintained by PostgreSQL in every write.
 On SQLite, summaries and long-term entries are indexed by the writes that make them

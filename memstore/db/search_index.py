@@ -1,6 +1,6 @@
 """The item index catches up in bulk: appends never index, the writer does it between writes.
 
-An append writes its row and nothing else (migration 0010_item_index). On SQLite,
+An append writes its row and nothing else (migration 0011_item_index). On SQLite,
 ``items_fts`` holds every item whose rowid is at most the watermark
 (``items_fts_watermark.upto``); the newer ones, *the tail*, are indexed here in bulk:
 
@@ -19,7 +19,7 @@ tail to about one interval of appends.
 PostgreSQL keeps indexing every row as it is written (its GIN index): a watermark does not
 fit it, since transactions commit in another order than they take their keys, and a partial
 index that left active items to be read row by row made searches of other sessions' active
-items several times slower for a few percent on appends (migration 0010_item_index says more).
+items several times slower for a few percent on appends (migration 0011_item_index says more).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from sqlalchemy import Connection, bindparam, text
 #: Rows indexed per transaction at most: about 30 ms of tokenizing ~200-word items on this
 #: project's machine, the longest a write waits behind the index catching up.
 BULK = 500
-#: The one-row table holding the newest rowid the index holds (migration 0010_item_index).
+#: The one-row table holding the newest rowid the index holds (migration 0011_item_index).
 WATERMARK_TABLE = "items_fts_watermark"
 #: The temporary FTS5 table a search indexes the tail into (per connection, dropped after).
 TAIL_TABLE = "memstore_search_tail"

@@ -5,7 +5,7 @@ tests stop it from doing so on its own (a maintenance interval of an hour) so th
 stay unindexed, then search them on both backends, from a read-only store and from the CLI,
 delete them every way memstore can (prune, purge, pop, import then purge) and check that the
 FTS5 index is still exactly right, as FTS5's own integrity check against its content table
-judges it. Migration 0010_item_index is run down and up over a database with unindexed rows.
+judges it. Migration 0011_item_index is run down and up over a database with unindexed rows.
 """
 
 from __future__ import annotations
@@ -24,13 +24,14 @@ from sqlalchemy import Connection, create_engine, text
 
 from memstore import MemoryLimits, MemoryStore, WordEstimator
 from memstore.db import writer
+from memstore.db.audit import index_lag
 from memstore.db.migrate import alembic_config
 from memstore.db.search_index import BULK, index_pending
 from memstore.memory.session import SessionMemory
 
 LIMITS = MemoryLimits(hard=60, target=40, keep_recent=2)
 #: The revision before the one that took indexing off the append path.
-BELOW = "0009_forks"
+BELOW = "0010"
 
 
 @pytest.fixture(autouse=True)
@@ -76,7 +77,7 @@ async def test_searches_see_items_that_are_not_indexed(any_store: MemoryStore) -
     memory = await chatter(any_store, "s1")
     other = await chatter(any_store, "s2", turns=2)  # no compaction: every item active
     sqlite = any_store.database.dialect == "sqlite"
-    assert await any_store.index_lag() == (28 if sqlite else 0)
+    assert await index_lag(any_store.database) == (28 if sqlite else 0)
 
     assert await found(any_store, "zanzibar1") == {("s1", 1)}  # forgotten, not indexed
     assert await found(any_store, "zanzibar2") == {("s2", 1)}  # active, not indexed
@@ -91,7 +92,7 @@ async def test_searches_see_items_that_are_not_indexed(any_store: MemoryStore) -
 
     if sqlite:  # the same answers once the index holds them
         await catch_up(any_store)
-        assert await any_store.index_lag() == 0
+        assert await index_lag(any_store.database) == 0
     assert await found(any_store, "zanzibar1") == {("s1", 1)}
     assert await found(any_store, "zanzibar2") == {("s2", 1)}
     assert await any_store.check() == []
@@ -115,18 +116,18 @@ async def test_indexed_and_unindexed_items_are_ranked_and_limited_together(
 async def test_a_read_only_store_and_the_cli_see_unindexed_items(db_path: Path) -> None:
     async with MemoryStore.open(db_path) as writing:
         await chatter(writing, "s1")
-        lag = await writing.index_lag()
+        lag = await index_lag(writing.database)
         assert lag == 25
         async with MemoryStore.open(db_path, read_only=True) as reading:
             assert await found(reading, "zanzibar1") == {("s1", 1)}
-            assert await reading.index_lag() == lag  # the reader indexed nothing
+            assert await index_lag(reading.database) == lag  # the reader indexed nothing
         result = memstore_cli(db_path, "search", "zanzibar1", "--json")
         assert result.returncode == 0, result.stderr
         assert [(h["session_id"], h["seq"]) for h in json.loads(result.stdout)] == [("s1", 1)]
-        assert await writing.index_lag() == lag
+        assert await index_lag(writing.database) == lag
     # Closing the writing store caught the index up.
     async with MemoryStore.open(db_path, read_only=True) as reading:
-        assert await reading.index_lag() == 0
+        assert await index_lag(reading.database) == 0
         assert await found(reading, "zanzibar1") == {("s1", 1)}
 
 
@@ -189,7 +190,7 @@ async def test_deleting_the_newest_rows_lowers_the_watermark(db_path: Path) -> N
         assert await found(store, "zanzibar2") == set()
         again = store.session("s3", limits=LIMITS, estimator=WordEstimator())
         await again.add("user", "zanzibar3 reuses a rowid")
-        assert await store.index_lag() == 1
+        assert await index_lag(store.database) == 1
         assert await found(store, "zanzibar3") == {("s3", 1)}
         await store.purge("s3")  # not indexed: FTS5 is not told
         await catch_up(store)
@@ -206,12 +207,12 @@ def _at_revision(path: Path, revision: str, how: str = "downgrade") -> None:
         engine.dispose()
 
 
-async def test_migration_0010_down_and_up_over_unindexed_rows(db_path: Path) -> None:
+async def test_migration_0011_down_and_up_over_unindexed_rows(db_path: Path) -> None:
     async with MemoryStore.open(db_path) as store:
         await chatter(store, "s1")
         await catch_up(store)
         await chatter(store, "s2")  # never indexed
-        assert await store.index_lag() == 25
+        assert await index_lag(store.database) == 25
         # Down while s2 is unindexed: before it every row was indexed, so the migration
         # indexes them.
         await store.database.run_write(lambda conn: command.downgrade(alembic_config(conn), BELOW))
@@ -227,12 +228,12 @@ async def test_migration_0010_down_and_up_over_unindexed_rows(db_path: Path) -> 
         (upto,) = raw.execute("SELECT upto FROM items_fts_watermark").fetchone()
         assert upto == raw.execute("SELECT max(rowid) FROM items").fetchone()[0]
     async with MemoryStore.open(db_path) as store:
-        assert await store.index_lag() == 0
+        assert await index_lag(store.database) == 0
         assert await found(store, "zanzibar2") == {("s2", 1)}
         assert await store.check() == []
 
 
-async def test_migration_0010_leaves_postgresql_indexing_every_row(postgres_url: str) -> None:
+async def test_migration_0011_leaves_postgresql_indexing_every_row(postgres_url: str) -> None:
     def definition(conn: Connection) -> str:
         query = text("SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_items_search'")
         return str(conn.execute(query).scalar_one())
@@ -253,9 +254,9 @@ async def test_the_writer_indexes_in_bulk_transactions(db_path: Path) -> None:
         memory = store.session("s1", limits=MemoryLimits(10**6, 10**5), estimator=WordEstimator())
         await memory.add_items([{"role": "user", "content": f"row {n}"} for n in range(BULK + 5)])
         assert await store.database.run_write(index_pending) is True  # one bulk, more left
-        assert await store.index_lag() == 5
+        assert await index_lag(store.database) == 5
         assert await store.database.run_write(index_pending) is False
-        assert await store.index_lag() == 0
+        assert await index_lag(store.database) == 0
 
 
 async def test_the_writer_catches_up_on_its_own_between_writes(
@@ -265,8 +266,8 @@ async def test_the_writer_catches_up_on_its_own_between_writes(
     async with MemoryStore.open(db_path) as store:
         await chatter(store, "s1", turns=4)
         for _ in range(200):  # no write comes: the idle writer indexes what it wrote
-            if await store.index_lag() == 0:
+            if await index_lag(store.database) == 0:
                 break
             await asyncio.sleep(0.05)
-        assert await store.index_lag() == 0
+        assert await index_lag(store.database) == 0
         assert await store.check() == []

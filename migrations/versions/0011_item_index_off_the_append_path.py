@@ -19,8 +19,8 @@ row, made appends 1.09x faster but a search of 10 other sessions' active items 3
 (``benchmarks/pg_search_index.py``): a poor trade for recall across sessions, which searches
 them on every model input.
 
-Revision ID: 0010_item_index
-Revises: 0009_forks
+Revision ID: 0011_item_index
+Revises: 0010
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0010_item_index"
-down_revision = "0009_forks"
+revision = "0011_item_index"
+down_revision = "0010"
 branch_labels = None
 depends_on = None
 
