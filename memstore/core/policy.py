@@ -10,9 +10,10 @@ first. The newest ``keep_recent`` items are *protected* in phases 1 and 2.
    item is a candidate. The summarizer receives the *existing* summary plus the candidates and
    returns one new summary that replaces the old one, so each compaction folds the previous
    summary in rather than forgetting it. A summarizer that accepts ``max_tokens`` is told the
-   room the target leaves once the items that stay are counted (:func:`summary_room`), in
-   the session's own tokens. If the summarizer fails, the error is recorded and the
-   candidates stay for phase 3; one that found nothing worth keeping is no failure.
+   room the target leaves once the items that stay are counted, in the session's own tokens
+   (:func:`~memstore.core.summarizers.summary_room`). If the summarizer fails, the error is
+   recorded and the candidates stay for phase 3; one that found nothing worth keeping is no
+   failure.
 3. **Enforce the budget.** While still above the target: evict the remaining unprotected items
    oldest first; then trim the summary (it is the oldest context) or remove it; only then evict
    protected items, oldest first. The result is at most the target, always: even one recent
@@ -21,6 +22,8 @@ first. The newest ``keep_recent`` items are *protected* in phases 1 and 2.
 Every phase works on *units* (:mod:`memstore.core.units`), not single items: a Responses call and
 its output, or a reasoning item and what it led to, are protected, dropped, summarized and
 evicted together, and ``keep_recent`` protects every unit that holds one of the newest items.
+"Oldest" and "newest" are in the model's order (:mod:`memstore.core.turns`): each writer's
+turns whole, in the order they began, so ``keep_recent`` protects what the model reads last.
 A pending unit (a call still waiting for its output) is never removed, not even in phase 3:
 the one case where a compaction may end above the target, by at most that unit.
 
@@ -35,7 +38,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from memstore.core.summarizers import summarizer_options
+from memstore.core.summarizers import summarizer_options, summary_room
+from memstore.core.turns import turn_order
 from memstore.core.units import Unit, closure, units
 from memstore.core.values import (
     ITEM_OVERHEAD_TOKENS,
@@ -65,6 +69,8 @@ class Snapshot:
         summary_tokens: Estimated tokens of ``summary`` (0 without one).
         user_turns: User messages appended since the last compaction.
         estimator: Name of the estimator that counted the session.
+        read_at: When it was read (seconds since 1970): pending calls' deadlines are
+            judged against it (``None``: deadlines are not judged).
     """
 
     session_id: str
@@ -75,6 +81,7 @@ class Snapshot:
     summary_tokens: int = 0
     user_turns: int = 0
     estimator: str = ""
+    read_at: float | None = None
 
     @property
     def total_tokens(self) -> int:
@@ -195,10 +202,12 @@ class CompactionPlan:
 def protected_ids(
     items: Sequence[MemoryItem], keep_recent: int, groups: Sequence[Unit] | None = None
 ) -> frozenset[str]:
-    """Ids of the newest ``keep_recent`` items and the rest of their units, and of every
-    pending unit (a call waiting for its output)."""
+    """Ids of the newest ``keep_recent`` items, counted in the model's order (the turns,
+    :mod:`memstore.core.turns`), and the rest of their units, and of every pending unit (a
+    call waiting for its output)."""
     groups = units(items) if groups is None else groups
-    newest = [item.id for item in items[-keep_recent:]] if keep_recent > 0 else []
+    ordered = turn_order(items)
+    newest = [item.id for item in ordered[-keep_recent:]] if keep_recent > 0 else []
     pending = [item.id for unit in groups if unit.pending for item in unit.items]
     return closure(groups, [*newest, *pending])
 
@@ -242,7 +251,7 @@ def start_plan(
         The draft; call the summarizer on ``draft.candidates`` if there are any.
     """
     budget = limits.target if budget is None else budget
-    groups = units(snapshot.items)
+    groups = units(snapshot.items, snapshot.read_at)
     protected = protected_ids(snapshot.items, limits.keep_recent, groups)
     total = snapshot.total_tokens
     dropped_ids: set[str] = set()
@@ -366,12 +375,9 @@ _LINES = re.compile(r"[^\n]*\n*")
 
 def trim_to_tokens(text: str, budget: int, count_tokens: CountTokens) -> str:
     """The longest prefix of ``text`` counting at most ``budget`` tokens: whole lines when
-    ``text`` has several (a line cut in half can invert a fact, and a stub such as
-    ``Current`` says nothing), else words.
-
-    The head is kept because both shipped summarizers put the current objective and the
-    constraints first; the tail holds the least essential detail. A heading left with no
-    line under it goes too.
+    ``text`` has several (half a line can invert a fact; a stub such as ``Current`` says
+    nothing), else words. The head is kept because both shipped summarizers put the
+    objective and the constraints first; a heading left with no line under it goes too.
     """
     if "\n" in text.strip():
         lines = [line for line in _LINES.findall(text) if line]
@@ -391,14 +397,6 @@ def _longest_prefix(pieces: list[str], budget: int, count_tokens: CountTokens) -
         else:
             high = mid - 1
     return "".join(pieces[:low]).strip()
-
-
-def summary_room(draft: PlanDraft) -> int:
-    """Tokens the new summary may take: the budget less the items that stay (protected and
-    pending ones) and the summary's own framing; never below 0."""
-    leaving = {item.id for item in draft.candidates}
-    staying = sum(item.cost for item in draft.remaining if item.id not in leaving)
-    return max(draft.budget - staying - SUMMARY_OVERHEAD_TOKENS, 0)
 
 
 def plan_compaction(
@@ -421,7 +419,8 @@ def plan_compaction(
             error = "no summarizer configured"
         else:
             try:
-                options = summarizer_options(summarize, summary_room(draft), count_tokens)
+                room = summary_room(draft.budget, draft.remaining, draft.candidates)
+                options = summarizer_options(summarize, room, count_tokens)
                 new_summary = summarize(snapshot.summary, draft.candidates, **options)
             except Exception as exc:  # a summarizer's failure is data, not a crash
                 error = f"{type(exc).__name__}: {exc}"

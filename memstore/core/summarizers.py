@@ -60,7 +60,7 @@ from memstore.core.facts import (
 )
 from memstore.core.statements import content_words
 from memstore.core.tokens import TokenEstimator, WordEstimator
-from memstore.core.values import MemoryItem
+from memstore.core.values import SUMMARY_OVERHEAD_TOKENS, MemoryItem
 
 Summarizer = Callable[[str | None, Sequence[MemoryItem]], Awaitable[str]]
 CountTokens = Callable[[str], int]
@@ -127,6 +127,17 @@ def summarizer_name(summarizer: object) -> str:
     if isinstance(name, str) and name:
         return name
     return getattr(summarizer, "__name__", type(summarizer).__name__)
+
+
+def summary_room(
+    budget: int, remaining: Sequence[MemoryItem], leaving: Sequence[MemoryItem]
+) -> int:
+    """Tokens a new summary may take: the compaction's ``budget`` less the ``remaining``
+    items that stay (those not ``leaving``: protected and pending ones) and the summary's
+    framing; never below 0."""
+    gone = {item.id for item in leaving}
+    staying = sum(item.cost for item in remaining if item.id not in gone)
+    return max(budget - staying - SUMMARY_OVERHEAD_TOKENS, 0)
 
 
 def summarizer_options(

@@ -31,10 +31,14 @@ from memstore.core.policy import (
     finish_plan,
     needs_compaction,
     start_plan,
-    summary_room,
 )
 from memstore.core.redaction import redact
-from memstore.core.summarizers import Summarizer, summarizer_name, summarizer_options
+from memstore.core.summarizers import (
+    Summarizer,
+    summarizer_name,
+    summarizer_options,
+    summary_room,
+)
 from memstore.core.tokens import TokenEstimator
 from memstore.core.values import CompactionReport, MemoryLimits
 from memstore.db import compaction
@@ -253,9 +257,8 @@ class Compactor:
         new_summary, error, seconds, usage = None, None, None, None
         timeout = self._settings.summarizer_timeout_s
         if draft.candidates:
-            options = summarizer_options(
-                self._summarizer, summary_room(draft), self._estimator.count
-            )
+            room = summary_room(draft.budget, draft.remaining, draft.candidates)
+            options = summarizer_options(self._summarizer, room, self._estimator.count)
             began = time.perf_counter()
             try:
                 new_summary = await asyncio.wait_for(
