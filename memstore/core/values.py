@@ -344,6 +344,7 @@ class SessionInfo:
         limits: The limits of the last append.
         created_at: When the first item arrived.
         updated_at: When the last change committed.
+        scope: The long-term scope the session belongs to (``None``: none).
     """
 
     id: str
@@ -357,6 +358,7 @@ class SessionInfo:
     limits: MemoryLimits
     created_at: datetime
     updated_at: datetime
+    scope: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -374,6 +376,7 @@ class SessionInfo:
             "keep_recent": self.limits.keep_recent,
             "created_at": self.created_at.isoformat(),
             "updated_at": self.updated_at.isoformat(),
+            "scope": self.scope,
         }
 
 

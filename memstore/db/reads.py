@@ -119,6 +119,7 @@ def row_to_info(row: Row[Any]) -> SessionInfo:
         ),
         created_at=row.created_at,
         updated_at=row.updated_at,
+        scope=row.scope,
     )
 
 

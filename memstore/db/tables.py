@@ -138,6 +138,9 @@ sessions = Table(
     Column("base_version", Integer, nullable=False, server_default="0"),
     Column("base_summary", Text, nullable=True),
     Column("base_summary_tokens", Integer, nullable=True),
+    # The long-term scope the session belongs to (migration 0009; NULL: none).
+    Column("scope", String(128), nullable=True),
+    Index("ix_sessions_scope", "scope"),
 )
 
 compactions = Table(
@@ -269,6 +272,9 @@ ltm_entries = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     Column("expires_at", UTCDateTime, nullable=True),
+    # Where this version came from when consolidation wrote it; NULL: a person or the
+    # application wrote it, and consolidation never overwrites it (migration 0009).
+    Column("source", JSONDocument, nullable=True),
     PrimaryKeyConstraint("scope", "key"),
     # `ltm prune` and the visibility filter look for expired rows.
     Index("ix_ltm_entries_expires_at", "expires_at"),
@@ -284,5 +290,38 @@ ltm_history = Table(
     Column("value", JSONDocument, nullable=True),  # NULL for a delete or an expiry
     Column("action", String(16), nullable=False),
     Column("changed_at", UTCDateTime, nullable=False),
+    Column("source", JSONDocument, nullable=True),
     UniqueConstraint("scope", "key", "version"),
+)
+
+#: One row per committed consolidation run, with its report (migration 0009).
+consolidations = Table(
+    "consolidations",
+    metadata,
+    Column("session_id", String(128), ForeignKey("sessions.id", ondelete="CASCADE")),
+    Column("number", Integer, nullable=False),
+    Column("scope", String(128), nullable=False),
+    Column("extractor", String(200), nullable=False),
+    Column("compaction", Integer, nullable=True),
+    Column("worker", String(300), nullable=False),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("finished_at", UTCDateTime, nullable=False),
+    Column("report", JSONDocument, nullable=False),
+    PrimaryKeyConstraint("session_id", "number"),
+)
+
+#: One row per item a run consumed: the primary key makes consuming an item twice impossible.
+consolidated_items = Table(
+    "consolidated_items",
+    metadata,
+    Column("session_id", String(128), nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("run", Integer, nullable=False),
+    PrimaryKeyConstraint("session_id", "seq"),
+    ForeignKeyConstraint(
+        ["session_id", "run"],
+        ["consolidations.session_id", "consolidations.number"],
+        name="fk_consolidated_items_run",
+        ondelete="CASCADE",
+    ),
 )

@@ -16,7 +16,8 @@ A handle opened with ``ltm_scopes`` adds the "Relevant memories" message (long-t
 ``memstore.memory.long_term``) to its model input, right after the summary. Its tokens count
 against the hard limit: the message gets at most ``ltm_budget`` tokens and working memory the rest.
 One opened with ``recall_budget`` likewise adds the passages of its own history that best match the
-newest user message (:mod:`memstore.render.recall`).
+newest user message (:mod:`memstore.render.recall`). A handle with a ``scope`` also recalls from its
+scope's other sessions, and consolidates into the scope (:mod:`memstore.memory.consolidation`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memstore.config import fault_point
-from memstore.core.ltm_entries import memory_budget, validate_scopes
+from memstore.core.ltm_entries import memory_budget, validate_scope, validate_scopes
 from memstore.core.policy import CompactionPlan, Snapshot
 from memstore.core.search_terms import SearchHit, SearchScope, search_terms, validate_limit
 from memstore.core.summarizers import Summarizer
@@ -59,11 +60,13 @@ from memstore.errors import (
 from memstore.memory.compactor import Compactor
 from memstore.memory.item_batch import new_items
 from memstore.memory.model_input import InputSources, assemble
+from memstore.memory.scoped import Consolidating
 from memstore.memory.worker import Worker
 
 if TYPE_CHECKING:
     from memstore.config import Settings
     from memstore.db import Database
+    from memstore.memory.consolidation import Extractor
     from memstore.memory.long_term import LongTermMemory
 
 
@@ -72,7 +75,7 @@ log = logging.getLogger("memstore")
 Observer = Callable[[CompactionReport], Any]
 
 
-class SessionMemory:
+class SessionMemory(Consolidating):
     """One session's working memory, as seen by one worker.
 
     The handle keeps no state beyond its configuration: every call reads or writes the
@@ -93,21 +96,29 @@ class SessionMemory:
         ltm_scopes: Iterable[str] = (),
         ltm_budget: int | None = None,
         recall_budget: int | None = None,
+        scope: str | None = None,
+        consolidate: bool = True,
+        extractor: Extractor | None = None,
     ) -> None:
         self.session_id = session_id
+        #: The long-term scope the session belongs to (recorded by its first append).
+        self.scope = None if scope is None else validate_scope(scope)
+        self.extractor = extractor
         self.settings = settings
         self.worker = worker
         self._long_term = long_term
         self.limits = limits
         self.estimator = estimator
         self.summarizer = summarizer
-        self.ltm_scopes = validate_scopes(ltm_scopes)
+        self.ltm_scopes = validate_scopes([*(() if scope is None else [scope]), *ltm_scopes])
         self.ltm_budget = memory_budget(ltm_budget, limits)
         #: Set: every model input recalls (``None``: only when asked, with the default).
         self.recall_budget = (
             None if recall_budget is None else memory_budget(recall_budget, limits, "recall_budget")
         )
         self._observers: list[Observer] = []
+        if self.scope is not None and consolidate:
+            self._observers.append(self._consolidate_removed)
         self._db = database
         self._compactor = Compactor(
             database=database,
@@ -130,6 +141,7 @@ class SessionMemory:
             recall_budget=self.recall_budget,
             long_term=long_term,
             snapshot=self._snapshot_checked,
+            scope=self.scope,
         )
 
     @property
@@ -183,7 +195,7 @@ class SessionMemory:
             idempotency_key=validate_idempotency_key(idempotency_key),
         )
         result = await appends.append(
-            self._db, self.session_id, self.estimator.name, self.limits, new
+            self._db, self.session_id, self.estimator.name, self.limits, new, self.scope
         )
         await self._after_append(result)
         return result.item
@@ -232,7 +244,7 @@ class SessionMemory:
         if not news:
             return []
         result = await appends.append_batch(
-            self._db, self.session_id, self.estimator.name, self.limits, news
+            self._db, self.session_id, self.estimator.name, self.limits, news, self.scope
         )
         await self._after_append(result)
         return list(result.items)

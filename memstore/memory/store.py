@@ -6,6 +6,7 @@ The per-session work (append, compaction, model input) lives in :mod:`memstore.m
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
 import socket
@@ -25,11 +26,13 @@ from memstore.core.values import (
 )
 from memstore.db import Database, open_database, reads
 from memstore.db.migrate import ensure_schema
-from memstore.errors import CorruptDatabaseError, SessionNotFoundError
+from memstore.errors import CorruptDatabaseError, SessionNotFoundError, VersionConflictError
 
 # What a method needs only when it runs is imported there: a CLI command (``memstore show``)
 # loads the store without the compaction machinery, replay, audits or long-term memory.
 if TYPE_CHECKING:
+    from memstore.core.ltm_entries import LongTermEntry
+    from memstore.memory.consolidation import Extractor
     from memstore.core.invariants import Violation
     from memstore.core.search_terms import SearchHit
     from memstore.core.summarizers import Summarizer
@@ -144,6 +147,9 @@ class MemoryStore:
         ltm_scopes: Iterable[str] = (),
         ltm_budget: int | None = None,
         recall_budget: int | None = None,
+        scope: str | None = None,
+        consolidate: bool = True,
+        extractor: Extractor | None = None,
     ) -> SessionMemory:
         """A handle on one session; the session is created by its first append.
 
@@ -159,6 +165,11 @@ class MemoryStore:
             recall_budget: Recall by default: every ``build_model_input`` adds what left
                 working memory and best matches the newest user message, in at most this
                 many tokens, counted against the hard limit (see :mod:`memstore.render.recall`).
+            scope: The long-term scope the session belongs to (``user:alice``), recorded by
+                its first append: its entries come first among the memories, its recall spans
+                the scope's sessions, and ``consolidate()`` writes there.
+            consolidate: For a scoped session, also consolidate what each compaction removes.
+            extractor: Finds facts for consolidation (default: the offline extractor).
 
         Raises:
             ValidationError: a bad session id or scope; ``ltm_budget`` or ``recall_budget``
@@ -180,6 +191,9 @@ class MemoryStore:
             ltm_scopes=ltm_scopes,
             ltm_budget=ltm_budget,
             recall_budget=recall_budget,
+            scope=scope,
+            consolidate=consolidate,
+            extractor=extractor,
         )
 
     async def attach(
@@ -193,8 +207,8 @@ class MemoryStore:
         """A handle on an *existing* session, with the estimator and limits it recorded.
 
         This is what operator tools use: they must count the way the session was counted.
-        ``ltm_scopes`` and ``recall_budget`` are as for :meth:`session` (they are not
-        recorded per session).
+        The handle has the session's recorded scope; ``ltm_scopes`` and ``recall_budget`` are
+        as for :meth:`session` (they are not recorded per session).
 
         Raises:
             SessionNotFoundError: no such session.
@@ -209,6 +223,8 @@ class MemoryStore:
             summarizer=summarizer,
             ltm_scopes=ltm_scopes,
             recall_budget=recall_budget,
+            scope=info.scope,
+            consolidate=False,
         )
 
     async def search(
@@ -336,28 +352,51 @@ class MemoryStore:
         *,
         before_version: int | None = None,
         before: datetime | None = None,
+        with_derived: bool = False,
     ) -> tuple[int, int]:
         """Delete compactions committed before a version (or time) and the items they removed.
 
         The working memory is untouched and the remaining history still replays and verifies.
+        Long-term entries consolidated from the deleted items stay unless ``with_derived``
+        (:meth:`derived_entries` lists them).
 
         Returns:
             (compactions deleted, items deleted).
         """
         from memstore.db import prune as pruning
 
-        return await pruning.prune(
-            self._db,
-            validate_session_id(session_id),
-            before_version=before_version,
-            before_time=before,
-        )
+        sid = validate_session_id(session_id)
+        done = await pruning.prune(self._db, sid, before_version=before_version, before_time=before)
+        if with_derived:
+            await self._forget(await self.derived_entries(sid, deleted_items_only=True))
+        return done
 
-    async def purge(self, session_id: str) -> int:
-        """Delete a session and its whole history; return how many items were deleted."""
+    async def purge(self, session_id: str, *, with_derived: bool = False) -> int:
+        """Delete a session and its whole history; return how many items were deleted.
+
+        Long-term entries consolidated from it stay unless ``with_derived``."""
         from memstore.db import prune as pruning
 
-        return await pruning.purge(self._db, validate_session_id(session_id))
+        derived = await self.derived_entries(session_id) if with_derived else []
+        deleted = await pruning.purge(self._db, validate_session_id(session_id))
+        await self._forget(derived)
+        return deleted
+
+    async def derived_entries(
+        self, session_id: str, *, deleted_items_only: bool = False
+    ) -> list[LongTermEntry]:
+        """Live long-term entries whose current version consolidation derived from the session
+        (``deleted_items_only``: from items of it that no longer exist, after a prune)."""
+        from memstore.db.consolidation import derived_entries
+
+        return await derived_entries(
+            self._db, validate_session_id(session_id), self.ltm.clock(), deleted_items_only
+        )
+
+    async def _forget(self, entries: Iterable[LongTermEntry]) -> None:
+        for entry in entries:  # each delete recorded in the entry's history
+            with contextlib.suppress(VersionConflictError):  # rewritten since: not derived now
+                await self.ltm.delete(entry.key, scope=entry.scope, expected_version=entry.version)
 
     async def close(self) -> None:
         """Close the store's connections."""

@@ -1,0 +1,422 @@
+"""Consolidation's rules: which long-term entry a fact belongs to, and what happens to it.
+
+A fact an extractor finds (:class:`memstore.core.facts.Fact`) names a *slot*: its subject and
+attribute ("user" + "home city"). The slot is the entry's key, ``fact:<subject>:<attribute>``
+(:func:`slot_key`), in the scope of the session it came from; the entry's value is the fact's
+text as it was said. Consolidation writes only keys under :data:`FACT_PREFIX`, so the keys an
+application chooses are never touched.
+
+What happens to each proposed fact is decided here, before any write, from what the slot
+holds now (:class:`SlotState`), in this order:
+
+1. **one per slot.** Of two facts of one run about the same slot, the one said later wins;
+   the other is skipped (``later in the same run``).
+2. **people win.** A slot whose live entry a person or the application wrote (it has no
+   ``source``: ``ltm set``, ``remember``, the MCP tools) is never overwritten: skipped
+   (``written by a person or the application``).
+3. **idempotent on the fact.** A fact whose text the slot holds now, or held at any version
+   before, writes nothing and bumps no version (``already known`` / ``already recorded``):
+   consolidating the same items twice, or an imported copy of them, is a no-op; so is an
+   older fact that a newer one already superseded.
+4. **newer supersedes older.** A fact said before the live entry's fact is skipped
+   (``older than the entry``); otherwise it replaces the entry as a new version, and the
+   entry's history keeps the old one.
+5. **compact.** The facts a run writes hold at most :data:`COMPACTION_RATIO` of the tokens of
+   the items it consumed; the heaviest facts are taken first (``over the budget`` for the
+   rest).
+
+Pure code: the reads and the transaction are :mod:`memstore.db.consolidation`, the run
+:mod:`memstore.memory.consolidation`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any, Protocol
+
+#: Every key consolidation writes starts with this: the rest of the key space is the
+#: application's.
+FACT_PREFIX = "fact:"
+#: Entries may hold at most this share of the tokens of the conversation they distil: a
+#: digest, not a second transcript.
+COMPACTION_RATIO = 0.2
+#: Keys are read by people in listings; a longer slot name is clipped and made unique by a
+#: short hash of the whole.
+MAX_SLOT_CHARS = 120
+
+WRITE = "write"
+SUPERSEDE = "supersede"
+SKIP = "skip"
+
+PERSON_WROTE = "written by a person or the application"
+ALREADY_KNOWN = "already known"
+ALREADY_RECORDED = "already recorded in the entry's history"
+OLDER = "older than the entry"
+LATER_IN_RUN = "a later fact of this run fills the slot"
+OVER_BUDGET = "over the budget"
+
+CountTokens = Callable[[str], int]
+
+
+class FactLike(Protocol):
+    """What consolidation reads of a fact (:class:`memstore.core.facts.Fact` has it)."""
+
+    @property
+    def subject(self) -> str: ...
+    @property
+    def attribute(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def seqs(self) -> Sequence[int]: ...
+    @property
+    def said_on(self) -> Any: ...
+    @property
+    def weight(self) -> float: ...
+
+
+_UNSAFE = re.compile(r"[^\w.@+-]+")
+
+
+def _slug(text: str) -> str:
+    return _UNSAFE.sub("-", " ".join(text.split()).casefold()).strip("-") or "_"
+
+
+def slot_key(subject: str, attribute: str) -> str:
+    """The entry key of a slot: ``fact:<subject>:<attribute>``, lowercase, one word each
+    (white space and punctuation become ``-``), clipped and made unique past
+    :data:`MAX_SLOT_CHARS`."""
+    slot = f"{_slug(subject)}:{_slug(attribute)}"
+    if len(slot) > MAX_SLOT_CHARS:
+        digest = hashlib.sha256(slot.encode()).hexdigest()[:10]
+        slot = f"{slot[: MAX_SLOT_CHARS - 11]}~{digest}"
+    return FACT_PREFIX + slot
+
+
+def normalized_text(text: str) -> str:
+    """A fact's text for comparisons: white space and case aside."""
+    return " ".join(str(text).split()).casefold()
+
+
+def said_on_text(said_on: Any) -> str | None:
+    """A fact's date as ISO 8601 text (``None`` when unknown)."""
+    if said_on is None:
+        return None
+    if isinstance(said_on, (datetime, date)):
+        return said_on.isoformat()
+    return str(said_on)
+
+
+@dataclass(frozen=True)
+class SlotState:
+    """What a slot holds when a run plans.
+
+    Attributes:
+        version: The live entry's version (0: no live entry).
+        value: The live entry's value (``None``: no live entry).
+        source: The live entry's provenance; ``None`` when a person or the application wrote
+            it (or there is no live entry).
+        seen: Every text the slot ever held (normalized), the live one included.
+    """
+
+    version: int = 0
+    value: Any = None
+    source: Mapping[str, Any] | None = None
+    seen: frozenset[str] = frozenset()
+
+    @property
+    def live(self) -> bool:
+        """Whether the slot has a live entry."""
+        return self.version > 0 and self.value is not None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a run does (or, in a dry run, would do) with one proposed fact.
+
+    Attributes:
+        key: The slot's entry key.
+        text: The fact's text (the value written).
+        action: ``write`` (a new entry), ``supersede`` (a new version) or ``skip``.
+        reason: Why it was skipped (``None`` otherwise).
+        seqs: The items the fact was read from.
+        said_on: When it was said (ISO 8601), if known.
+        weight: The extractor's weight (heaviest first within the budget).
+        expected_version: The version the write expects to find (0: none), for its
+            compare-and-set.
+        tokens: What the entry costs (key and text).
+        replaced: The value it supersedes, if any.
+    """
+
+    key: str
+    text: str
+    action: str
+    reason: str | None
+    seqs: tuple[int, ...]
+    said_on: str | None
+    weight: float
+    expected_version: int = 0
+    tokens: int = 0
+    replaced: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        out = {
+            "key": self.key,
+            "text": self.text,
+            "action": self.action,
+            "reason": self.reason,
+            "seqs": list(self.seqs),
+            "said_on": self.said_on,
+            "tokens": self.tokens,
+        }
+        if self.replaced is not None:
+            out["replaced"] = self.replaced
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Decision:
+        """The decision :meth:`to_dict` gave (as a run's stored report holds it)."""
+        return cls(
+            key=data["key"],
+            text=data["text"],
+            action=data["action"],
+            reason=data["reason"],
+            seqs=tuple(data["seqs"]),
+            said_on=data["said_on"],
+            weight=0.0,
+            tokens=data["tokens"],
+            replaced=data.get("replaced"),
+        )
+
+    @property
+    def writes(self) -> bool:
+        """Whether it writes an entry version."""
+        return self.action != SKIP
+
+
+def budget_for(source_tokens: int) -> int:
+    """The tokens a run's entries may hold: :data:`COMPACTION_RATIO` of what it consumed."""
+    return int(source_tokens * COMPACTION_RATIO)
+
+
+def entry_cost(key: str, text: str, count: CountTokens) -> int:
+    """What an entry weighs: its key and its text."""
+    return count(f"{key} {text}")
+
+
+def _newest_first(facts: Iterable[FactLike]) -> list[FactLike]:
+    return sorted(facts, key=lambda f: (said_on_text(f.said_on) or "", max(f.seqs, default=0)))[
+        ::-1
+    ]
+
+
+def decide(
+    facts: Sequence[FactLike],
+    slots: Mapping[str, SlotState],
+    *,
+    budget: int,
+    count: CountTokens,
+) -> list[Decision]:
+    """Decide each fact's fate (module docstring), heaviest first.
+
+    Args:
+        facts: What the extractor proposed.
+        slots: The state of every slot those facts name (a missing key: an empty slot).
+        budget: Tokens the written entries may hold together.
+        count: The session's token estimator.
+
+    Returns:
+        One decision per fact: the ones that write first (heaviest first), then the skipped.
+    """
+    chosen: dict[str, FactLike] = {}
+    decisions: list[Decision] = []
+    for fact in _newest_first(facts):
+        key = slot_key(fact.subject, fact.attribute)
+        if key in chosen:
+            decisions.append(_decision(key, fact, SKIP, LATER_IN_RUN, count))
+        else:
+            chosen[key] = fact
+    used = 0
+    ranked = sorted(chosen.items(), key=lambda pair: (-pair[1].weight, min(pair[1].seqs, default=0)))
+    writes: list[Decision] = []
+    for key, fact in ranked:
+        state = slots.get(key, SlotState())
+        action, reason = _verdict(fact, state)
+        cost = entry_cost(key, fact.text, count)
+        if action != SKIP and used + cost > budget:
+            action, reason = SKIP, OVER_BUDGET
+        if action != SKIP:
+            used += cost
+        made = _decision(key, fact, action, reason, count, state)
+        (writes if made.writes else decisions).append(made)
+    return writes + decisions
+
+
+def _verdict(fact: FactLike, state: SlotState) -> tuple[str, str | None]:
+    text = normalized_text(fact.text)
+    if state.live and state.source is None:
+        return SKIP, PERSON_WROTE
+    if state.live and normalized_text(str(state.value)) == text:
+        return SKIP, ALREADY_KNOWN
+    if text in state.seen:
+        return SKIP, ALREADY_RECORDED
+    if not state.live:
+        return WRITE, None
+    said = said_on_text(fact.said_on)
+    theirs = None if state.source is None else state.source.get("said_on")
+    if said is not None and isinstance(theirs, str) and said < theirs:
+        return SKIP, OLDER
+    return SUPERSEDE, None
+
+
+def _decision(
+    key: str,
+    fact: FactLike,
+    action: str,
+    reason: str | None,
+    count: CountTokens,
+    state: SlotState | None = None,
+) -> Decision:
+    state = state or SlotState()
+    return Decision(
+        key=key,
+        text=" ".join(fact.text.split()),
+        action=action,
+        reason=reason,
+        seqs=tuple(sorted(set(fact.seqs))),
+        said_on=said_on_text(fact.said_on),
+        weight=float(fact.weight),
+        expected_version=state.version if state.live else 0,
+        tokens=entry_cost(key, fact.text, count),
+        replaced=state.value if action == SUPERSEDE else None,
+    )
+
+
+def provenance(
+    session_id: str,
+    decision: Decision,
+    *,
+    run: int | None,
+    compaction: int | None,
+    extractor: str,
+) -> dict[str, Any]:
+    """The ``source`` an entry written by consolidation carries."""
+    return {
+        "session": session_id,
+        "seqs": list(decision.seqs),
+        "compaction": compaction,
+        "extractor": extractor,
+        "run": run,
+        "said_on": decision.said_on,
+    }
+
+
+@dataclass(frozen=True)
+class ConsolidationReport:
+    """What one consolidation run proposed, wrote, superseded and skipped, and why.
+
+    Attributes:
+        session_id: The session consolidated.
+        scope: The long-term scope its entries went to.
+        number: The run's number in the session (``None``: a dry run, or nothing to do).
+        dry_run: Nothing was written.
+        extractor: Who extracted the facts (``extractive``, a model's name...).
+        compaction: The compaction that triggered the run (``None``: asked for).
+        items: The seqs of the items the run consumed.
+        source_tokens: Their tokens (the budget's base).
+        budget: Tokens the run's entries could hold.
+        decisions: One per proposed fact.
+        started_at: When the run started.
+        finished_at: When it committed (or, for a dry run, finished).
+        worker: ``host:pid`` of the worker that ran it.
+    """
+
+    session_id: str
+    scope: str
+    number: int | None
+    dry_run: bool
+    extractor: str
+    compaction: int | None
+    items: tuple[int, ...]
+    source_tokens: int
+    budget: int
+    decisions: tuple[Decision, ...]
+    started_at: datetime
+    finished_at: datetime
+    worker: str
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def proposed(self) -> int:
+        """Facts the extractor proposed."""
+        return len(self.decisions)
+
+    @property
+    def written(self) -> list[Decision]:
+        """New entries."""
+        return [d for d in self.decisions if d.action == WRITE]
+
+    @property
+    def superseded(self) -> list[Decision]:
+        """New versions of existing entries."""
+        return [d for d in self.decisions if d.action == SUPERSEDE]
+
+    @property
+    def skipped(self) -> list[Decision]:
+        """Facts not written, each with its reason."""
+        return [d for d in self.decisions if d.action == SKIP]
+
+    @property
+    def entry_tokens(self) -> int:
+        """Tokens of what the run wrote."""
+        return sum(d.tokens for d in self.decisions if d.writes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "session_id": self.session_id,
+            "scope": self.scope,
+            "number": self.number,
+            "dry_run": self.dry_run,
+            "extractor": self.extractor,
+            "compaction": self.compaction,
+            "items": list(self.items),
+            "source_tokens": self.source_tokens,
+            "budget": self.budget,
+            "entry_tokens": self.entry_tokens,
+            "proposed": self.proposed,
+            "written": len(self.written),
+            "superseded": len(self.superseded),
+            "skipped": len(self.skipped),
+            "decisions": [d.to_dict() for d in self.decisions],
+            "started_at": self.started_at.isoformat(),
+            "finished_at": self.finished_at.isoformat(),
+            "worker": self.worker,
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ConsolidationReport:
+        """The report :meth:`to_dict` gave (as :meth:`SessionMemory.consolidation_reports`
+        reads it back)."""
+        return cls(
+            session_id=data["session_id"],
+            scope=data["scope"],
+            number=data["number"],
+            dry_run=data["dry_run"],
+            extractor=data["extractor"],
+            compaction=data["compaction"],
+            items=tuple(data["items"]),
+            source_tokens=data["source_tokens"],
+            budget=data["budget"],
+            decisions=tuple(Decision.from_dict(d) for d in data["decisions"]),
+            started_at=datetime.fromisoformat(data["started_at"]),
+            finished_at=datetime.fromisoformat(data["finished_at"]),
+            worker=data["worker"],
+            notes=tuple(data.get("notes") or ()),
+        )
