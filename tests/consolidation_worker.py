@@ -11,8 +11,8 @@ the entries and before the record of what it consumed (see
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import asyncio
+import dataclasses
 import json
 
 from memstore import MemoryStore, Settings, WordEstimator

@@ -53,7 +53,9 @@ async def prepare(db: str) -> None:
 async def facts(db: str) -> tuple[dict[str, tuple[object, int]], int]:
     async with MemoryStore.open(db) as store:
         entries = await store.ltm.list(scope=SCOPE, prefix=FACT_PREFIX)
-        runs = await store.session("s1", scope=SCOPE, estimator=WordEstimator()).consolidation_reports()
+        runs = await store.session(
+            "s1", scope=SCOPE, estimator=WordEstimator()
+        ).consolidation_reports()
         return {e.key: (e.value, e.version) for e in entries}, len(runs)
 
 

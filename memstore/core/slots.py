@@ -17,12 +17,14 @@ holds now (:class:`SlotState`), in this order:
 3. **idempotent on the fact.** A fact whose text the slot holds now, or held at any version
    before, writes nothing and bumps no version (``already known`` / ``already recorded``):
    consolidating the same items twice, or an imported copy of them, is a no-op; so is an
-   older fact that a newer one already superseded.
+   older fact that a newer one already superseded. So is a fact an earlier run left out for
+   its budget, or wrote and a person deleted since (``already considered``).
 4. **newer supersedes older.** A fact said before the live entry's fact is skipped
    (``older than the entry``); otherwise it replaces the entry as a new version, and the
    entry's history keeps the old one.
-5. **compact.** The facts a run writes hold at most :data:`COMPACTION_RATIO` of the tokens of
-   the items it consumed; the heaviest facts are taken first (``over the budget`` for the
+5. **compact.** The facts a session's runs write hold at most :data:`COMPACTION_RATIO` of the
+   tokens of the items they consumed (counted over all its runs, so a small batch's unspent
+   budget goes to the next); the heaviest facts are taken first (``over the budget`` for the
    rest).
 
 Pure code: the reads and the transaction are :mod:`memstore.db.consolidation`, the run
@@ -38,6 +40,9 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Protocol
 
+from memstore.core.dates import parse_formatted
+from memstore.core.statements import content_words
+
 #: Every key consolidation writes starts with this: the rest of the key space is the
 #: application's.
 FACT_PREFIX = "fact:"
@@ -47,6 +52,8 @@ COMPACTION_RATIO = 0.2
 #: Keys are read by people in listings; a longer slot name is clipped and made unique by a
 #: short hash of the whole.
 MAX_SLOT_CHARS = 120
+#: Content words that name a slot without an attribute: enough to recognise it in a listing.
+SLUG_WORDS = 6
 
 WRITE = "write"
 SUPERSEDE = "supersede"
@@ -55,6 +62,7 @@ SKIP = "skip"
 PERSON_WROTE = "written by a person or the application"
 ALREADY_KNOWN = "already known"
 ALREADY_RECORDED = "already recorded in the entry's history"
+ALREADY_CONSIDERED = "already considered by an earlier run"
 OLDER = "older than the entry"
 LATER_IN_RUN = "a later fact of this run fills the slot"
 OVER_BUDGET = "over the budget"
@@ -86,15 +94,30 @@ def _slug(text: str) -> str:
     return _UNSAFE.sub("-", " ".join(text.split()).casefold()).strip("-") or "_"
 
 
-def slot_key(subject: str, attribute: str) -> str:
-    """The entry key of a slot: ``fact:<subject>:<attribute>``, lowercase, one word each
-    (white space and punctuation become ``-``), clipped and made unique past
-    :data:`MAX_SLOT_CHARS`."""
-    slot = f"{_slug(subject)}:{_slug(attribute)}"
+def slot_key(subject: str, attribute: str, text: str = "") -> str:
+    """The entry key of a fact's slot, lowercase, white space and punctuation as ``-``.
+
+    ``fact:<subject>:<attribute>`` when the extractor named an attribute (a newer fact about
+    it supersedes the older); otherwise the fact is its own slot, named by its first content
+    words and a short hash of all of them (``fact:user:sister-maria-moved-lisbon~3f2a9c01``),
+    so the same fact said again, in any punctuation, lands on the same key. Past
+    :data:`MAX_SLOT_CHARS` the slot is clipped and made unique by a hash of the whole.
+    """
+    if attribute.strip():
+        slot = f"{_slug(subject)}:{_slug(attribute)}"
+    else:
+        words = content_words(text)
+        digest = hashlib.sha256(" ".join(sorted(set(words))).encode()).hexdigest()[:8]
+        slot = f"{_slug(subject)}:{_slug(' '.join(words[:SLUG_WORDS]))}~{digest}"
     if len(slot) > MAX_SLOT_CHARS:
         digest = hashlib.sha256(slot.encode()).hexdigest()[:10]
         slot = f"{slot[: MAX_SLOT_CHARS - 11]}~{digest}"
     return FACT_PREFIX + slot
+
+
+def fact_slot(fact: FactLike) -> str:
+    """The entry key of ``fact`` (:func:`slot_key`)."""
+    return slot_key(fact.subject, fact.attribute, fact.text)
 
 
 def normalized_text(text: str) -> str:
@@ -102,13 +125,20 @@ def normalized_text(text: str) -> str:
     return " ".join(str(text).split()).casefold()
 
 
+def fact_digest(text: str) -> str:
+    """A fact's text as a short fixed digest (white space and case aside)."""
+    return hashlib.sha256(normalized_text(text).encode()).hexdigest()[:32]
+
+
 def said_on_text(said_on: Any) -> str | None:
-    """A fact's date as ISO 8601 text (``None`` when unknown)."""
+    """A fact's date as ISO 8601 text, which sorts in time order (``8 May 2023`` becomes
+    ``2023-05-08``; ``None`` when unknown)."""
     if said_on is None:
         return None
     if isinstance(said_on, (datetime, date)):
         return said_on.isoformat()
-    return str(said_on)
+    day = parse_formatted(str(said_on))
+    return str(said_on) if day is None else day.isoformat()
 
 
 @dataclass(frozen=True)
@@ -121,12 +151,15 @@ class SlotState:
         source: The live entry's provenance; ``None`` when a person or the application wrote
             it (or there is no live entry).
         seen: Every text the slot ever held (normalized), the live one included.
+        considered: The digests (:func:`fact_digest`) of the facts earlier runs decided on
+            for this slot: written, or left out for their budget.
     """
 
     version: int = 0
     value: Any = None
     source: Mapping[str, Any] | None = None
     seen: frozenset[str] = frozenset()
+    considered: frozenset[str] = frozenset()
 
     @property
     def live(self) -> bool:
@@ -198,6 +231,12 @@ class Decision:
         """Whether it writes an entry version."""
         return self.action != SKIP
 
+    @property
+    def settled(self) -> bool:
+        """Whether a later run must not propose it again: written, or left out for the
+        budget (a copy of the same items would otherwise bring it back)."""
+        return self.writes or self.reason == OVER_BUDGET
+
 
 def budget_for(source_tokens: int) -> int:
     """The tokens a run's entries may hold: :data:`COMPACTION_RATIO` of what it consumed."""
@@ -236,13 +275,15 @@ def decide(
     chosen: dict[str, FactLike] = {}
     decisions: list[Decision] = []
     for fact in _newest_first(facts):
-        key = slot_key(fact.subject, fact.attribute)
+        key = fact_slot(fact)
         if key in chosen:
             decisions.append(_decision(key, fact, SKIP, LATER_IN_RUN, count))
         else:
             chosen[key] = fact
     used = 0
-    ranked = sorted(chosen.items(), key=lambda pair: (-pair[1].weight, min(pair[1].seqs, default=0)))
+    ranked = sorted(
+        chosen.items(), key=lambda pair: (-pair[1].weight, min(pair[1].seqs, default=0))
+    )
     writes: list[Decision] = []
     for key, fact in ranked:
         state = slots.get(key, SlotState())
@@ -265,6 +306,8 @@ def _verdict(fact: FactLike, state: SlotState) -> tuple[str, str | None]:
         return SKIP, ALREADY_KNOWN
     if text in state.seen:
         return SKIP, ALREADY_RECORDED
+    if fact_digest(fact.text) in state.considered:
+        return SKIP, ALREADY_CONSIDERED
     if not state.live:
         return WRITE, None
     said = said_on_text(fact.said_on)
@@ -328,8 +371,9 @@ class ConsolidationReport:
         extractor: Who extracted the facts (``extractive``, a model's name...).
         compaction: The compaction that triggered the run (``None``: asked for).
         items: The seqs of the items the run consumed.
-        source_tokens: Their tokens (the budget's base).
-        budget: Tokens the run's entries could hold.
+        source_tokens: Their tokens.
+        budget: Tokens the run's entries could hold: a fifth of what the session's runs
+            consumed, less what earlier runs wrote.
         decisions: One per proposed fact.
         started_at: When the run started.
         finished_at: When it committed (or, for a dry run, finished).

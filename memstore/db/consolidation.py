@@ -28,13 +28,14 @@ from sqlalchemy import Connection, exists, func, insert, select, update
 
 from memstore.config import fault_point
 from memstore.core.ltm_entries import LongTermEntry
-from memstore.core.slots import Decision, SlotState, normalized_text
+from memstore.core.slots import Decision, SlotState, fact_digest, normalized_text
 from memstore.core.values import MemoryItem
 from memstore.db.engine import Database
 from memstore.db.lease import CLEARED
 from memstore.db.ltm import ENTRY_COLUMNS, EntryRaced, write_entry
 from memstore.db.reads import ITEM_COLUMNS, row_to_item
 from memstore.db.tables import (
+    consolidated_facts,
     consolidated_items,
     consolidations,
     items,
@@ -72,6 +73,16 @@ async def session_scope(db: Database, session_id: str) -> tuple[bool, str | None
     stmt = select(sessions.c.scope).where(sessions.c.id == session_id)
     row = await db.run_read(lambda conn: conn.execute(stmt).first())
     return (row is not None, None if row is None else row.scope)
+
+
+async def session_totals(db: Database, session_id: str) -> tuple[int, int]:
+    """What the session's committed runs consumed and wrote, in tokens."""
+    stmt = select(
+        func.coalesce(func.sum(consolidations.c.source_tokens), 0),
+        func.coalesce(func.sum(consolidations.c.entry_tokens), 0),
+    ).where(consolidations.c.session_id == session_id)
+    row = await db.run_read(lambda conn: conn.execute(stmt).one())
+    return int(row[0]), int(row[1])
 
 
 async def unconsumed_items(
@@ -112,6 +123,12 @@ async def slot_states(
             )
         }
         seen: dict[str, set[str]] = {key: set() for key in wanted}
+        considered: dict[str, set[str]] = {key: set() for key in wanted}
+        settled = select(consolidated_facts.c.key, consolidated_facts.c.digest).where(
+            consolidated_facts.c.scope == scope, consolidated_facts.c.key.in_(wanted)
+        )
+        for row in conn.execute(settled):
+            considered[row.key].add(row.digest)
         history = select(ltm_history.c.key, ltm_history.c.value).where(
             ltm_history.c.scope == scope,
             ltm_history.c.key.in_(wanted),
@@ -125,6 +142,7 @@ async def slot_states(
                 value=live[key].value if key in live else None,
                 source=live[key].source if key in live else None,
                 seen=frozenset(seen[key]),
+                considered=frozenset(considered[key]),
             )
             for key in wanted
         }
@@ -149,6 +167,8 @@ class RunRecord:
     started_at: datetime
     finished_at: datetime
     seqs: tuple[int, ...]
+    source_tokens: int
+    entry_tokens: int
 
 
 def _fence(conn: Connection, record: RunRecord) -> None:
@@ -190,6 +210,8 @@ def _commit(
             worker=record.worker,
             started_at=record.started_at,
             finished_at=record.finished_at,
+            source_tokens=record.source_tokens,
+            entry_tokens=record.entry_tokens,
             report=report(number),
         )
     )
@@ -210,6 +232,23 @@ def _commit(
             )
         except (VersionConflictError, EntryRaced) as changed:
             raise RunConflict(str(changed)) from None
+    facts = {
+        (decision.key, fact_digest(decision.text)) for decision in decisions if decision.settled
+    }
+    if facts:
+        conn.execute(
+            insert(consolidated_facts),
+            [
+                {
+                    "scope": record.scope,
+                    "key": key,
+                    "digest": digest,
+                    "session_id": record.session_id,
+                    "run": number,
+                }
+                for key, digest in sorted(facts)
+            ],  # fmt: skip
+        )
     # A worker killed here (or anywhere in this function) leaves nothing: the transaction
     # rolls back, entries and record alike.
     fault_point("consolidation-mid-commit")
@@ -284,9 +323,7 @@ async def derived_entries(
                 ).scalars()
             )
             found = [
-                entry
-                for entry in found
-                if not set((entry.source or {}).get("seqs") or ()) <= kept
+                entry for entry in found if not set((entry.source or {}).get("seqs") or ()) <= kept
             ]
         return sorted(found, key=lambda entry: (entry.scope, entry.key))
 

@@ -306,6 +306,9 @@ consolidations = Table(
     Column("worker", String(300), nullable=False),
     Column("started_at", UTCDateTime, nullable=False),
     Column("finished_at", UTCDateTime, nullable=False),
+    # What the run consumed and wrote, in tokens: the session's budget is cumulative.
+    Column("source_tokens", Integer, nullable=False),
+    Column("entry_tokens", Integer, nullable=False),
     Column("report", JSONDocument, nullable=False),
     PrimaryKeyConstraint("session_id", "number"),
 )
@@ -322,6 +325,25 @@ consolidated_items = Table(
         ["session_id", "run"],
         ["consolidations.session_id", "consolidations.number"],
         name="fk_consolidated_items_run",
+        ondelete="CASCADE",
+    ),
+)
+
+#: Each fact (slot and a digest of its text) a run wrote or left out for its budget: a copy of
+#: the same conversation consolidated again proposes it again, and must write nothing.
+consolidated_facts = Table(
+    "consolidated_facts",
+    metadata,
+    Column("scope", String(128), nullable=False),
+    Column("key", String(256), nullable=False),
+    Column("digest", String(64), nullable=False),
+    Column("session_id", String(128), nullable=False),
+    Column("run", Integer, nullable=False),
+    PrimaryKeyConstraint("scope", "key", "digest"),
+    ForeignKeyConstraint(
+        ["session_id", "run"],
+        ["consolidations.session_id", "consolidations.number"],
+        name="fk_consolidated_facts_run",
         ondelete="CASCADE",
     ),
 )

@@ -25,18 +25,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 from memstore.config import Settings
-from memstore.core.facts import Fact, extract_facts
+from memstore.core.facts import QUESTION, Fact, extract_facts
 from memstore.core.slots import (
     ConsolidationReport,
+    FactLike,
     budget_for,
     decide,
+    fact_slot,
     provenance,
-    slot_key,
 )
 from memstore.core.values import ITEM_OVERHEAD_TOKENS, MemoryItem
 from memstore.db import consolidation as runs
@@ -64,22 +66,34 @@ CountTokens = Callable[[str], int]
 
 
 class Extractor(Protocol):
-    """Finds facts in items: ``await extractor(items) -> list[Fact]``, with a ``name``."""
+    """Finds facts in items: ``await extractor(items)`` returns objects with the fields of
+    :class:`~memstore.core.facts.Fact` (subject, attribute, text, seqs, said_on, weight);
+    ``name`` is recorded as each entry's extractor."""
 
     name: str
 
-    def __call__(self, items: Sequence[MemoryItem]) -> Awaitable[Sequence[Fact]]: ...
+    def __call__(self, items: Sequence[MemoryItem]) -> Awaitable[Sequence[FactLike]]: ...
 
 
 class OfflineExtractor:
     """The offline extractor: :func:`memstore.core.facts.extract_facts`, deterministic, no
-    model, the same extraction the offline summary uses."""
+    model, the same extraction the offline summary uses. Open questions are not facts and
+    are left out; a fact with no date of its own is dated by the items it came from."""
 
     name = "extractive"
 
     async def __call__(self, items: Sequence[MemoryItem]) -> list[Fact]:
         """The facts the items state (the same items always give the same facts)."""
-        return extract_facts(items)
+        when = {item.seq: item.timestamp for item in items}
+        out = []
+        for fact in extract_facts(items):
+            if fact.kind == QUESTION:
+                continue
+            if fact.said_on is None and fact.seqs:
+                said = max(when[seq] for seq in fact.seqs if seq in when).isoformat()
+                fact = dataclasses.replace(fact, said_on=said)
+            out.append(fact)
+        return out
 
 
 class Consolidator:
@@ -234,6 +248,8 @@ class Consolidator:
                 started_at=report.started_at,
                 finished_at=utcnow(),
                 seqs=report.items,
+                source_tokens=report.source_tokens,
+                entry_tokens=report.entry_tokens,
             )
             sources = _sources(self._session_id, report, pending)
             try:
@@ -242,7 +258,7 @@ class Consolidator:
                     record,
                     report.decisions,
                     sources,
-                    lambda number: _numbered(report, number).to_dict(),
+                    functools.partial(_stored_report, report),
                 )
             except runs.RunConflict:
                 continue
@@ -266,16 +282,19 @@ class Consolidator:
         self,
         scope: str,
         pending: Sequence[MemoryItem],
-        facts: Sequence[Fact],
+        facts: Sequence[FactLike],
         compaction: int | None,
         *,
         dry_run: bool,
     ) -> ConsolidationReport:
         started = utcnow()
-        keys = [slot_key(fact.subject, fact.attribute) for fact in facts]
+        keys = [fact_slot(fact) for fact in facts]
         slots = await runs.slot_states(self._db, scope, keys, started)
         source_tokens = sum(item.estimated_tokens + ITEM_OVERHEAD_TOKENS for item in pending)
-        budget = budget_for(source_tokens)
+        # Cumulative over the session's runs: what a compaction's small batch could not
+        # afford, the next run (or the end of the conversation) may.
+        consumed, written = await runs.session_totals(self._db, self._session_id)
+        budget = max(0, budget_for(consumed + source_tokens) - written)
         decisions = decide(facts, slots, budget=budget, count=self._count)
         return ConsolidationReport(
             session_id=self._session_id,
@@ -292,6 +311,10 @@ class Consolidator:
             finished_at=utcnow(),
             worker=f"{self._worker.host}:{os.getpid()}",
         )
+
+
+def _stored_report(report: ConsolidationReport, number: int) -> dict[str, Any]:
+    return _numbered(report, number).to_dict()
 
 
 def _numbered(report: ConsolidationReport, number: int) -> ConsolidationReport:

@@ -47,8 +47,8 @@ from memstore.render.recall import (
 
 if TYPE_CHECKING:
     from memstore.db import Database
-    from memstore.render.scope_recall import ScopeRecallBlock
     from memstore.memory.long_term import LongTermMemory, MemoriesBlock
+    from memstore.render.scope_recall import ScopeRecallBlock
 
 
 @dataclass(frozen=True)

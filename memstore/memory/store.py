@@ -31,13 +31,13 @@ from memstore.errors import CorruptDatabaseError, SessionNotFoundError, VersionC
 # What a method needs only when it runs is imported there: a CLI command (``memstore show``)
 # loads the store without the compaction machinery, replay, audits or long-term memory.
 if TYPE_CHECKING:
-    from memstore.core.ltm_entries import LongTermEntry
-    from memstore.memory.consolidation import Extractor
     from memstore.core.invariants import Violation
+    from memstore.core.ltm_entries import LongTermEntry
     from memstore.core.search_terms import SearchHit
     from memstore.core.summarizers import Summarizer
     from memstore.core.tokens import TokenEstimator
     from memstore.db.lease import LeaseHolder
+    from memstore.memory.consolidation import Extractor
     from memstore.memory.long_term import LongTermMemory
     from memstore.memory.session import SessionMemory
 

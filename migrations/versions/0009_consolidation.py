@@ -7,8 +7,10 @@ record of every consolidation run and of the items it consumed.
   (session, item seqs, compaction, extractor) when consolidation wrote it; NULL when a person
   or the application did (``ltm set``, ``remember``), which consolidation never overwrites.
 * ``consolidations``: one row per committed run, with its report; ``consolidated_items``: one
-  row per item a run consumed (primary key: session and seq, so no item is consumed twice).
-  Both go with their session (ON DELETE CASCADE).
+  row per item a run consumed (primary key: session and seq, so no item is consumed twice);
+  ``consolidated_facts``: each fact (slot and text digest) a run wrote or left out for its
+  budget, so a copy of the same conversation never brings it back. All go with their
+  session (ON DELETE CASCADE).
 
 Plain ADD COLUMN on both backends, never a batch rebuild: rebuilding ``sessions`` on SQLite
 would cascade into every item, and rebuilding ``ltm_entries`` would renumber the rowids its
@@ -48,6 +50,8 @@ def upgrade() -> None:
         sa.Column("worker", sa.String(300), nullable=False),
         sa.Column("started_at", UTC, nullable=False),
         sa.Column("finished_at", UTC, nullable=False),
+        sa.Column("source_tokens", sa.Integer, nullable=False),
+        sa.Column("entry_tokens", sa.Integer, nullable=False),
         sa.Column("report", JSON_DOCUMENT, nullable=False),
         sa.ForeignKeyConstraint(
             ["session_id"],
@@ -70,9 +74,25 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("session_id", "seq", name="pk_consolidated_items"),
     )
+    op.create_table(
+        "consolidated_facts",
+        sa.Column("scope", sa.String(128), nullable=False),
+        sa.Column("key", sa.String(256), nullable=False),
+        sa.Column("digest", sa.String(64), nullable=False),
+        sa.Column("session_id", sa.String(128), nullable=False),
+        sa.Column("run", sa.Integer, nullable=False),
+        sa.ForeignKeyConstraint(
+            ["session_id", "run"],
+            ["consolidations.session_id", "consolidations.number"],
+            name="fk_consolidated_facts_run",
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("scope", "key", "digest", name="pk_consolidated_facts"),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("consolidated_facts")
     op.drop_table("consolidated_items")
     op.drop_table("consolidations")
     op.drop_column("ltm_history", "source")
