@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 from memstore import MemoryLimits, MemoryStore, WordEstimator
+from memstore.render.input import SUMMARY_PREAMBLE
 from memstore.render.recall import RECALL_CLOSE, RECALL_OPEN
 
 LIMITS = MemoryLimits(hard=300, target=200, keep_recent=2)
@@ -27,7 +28,15 @@ def recalled_lines(messages: list[dict[str, object]]) -> list[dict[str, object]]
 
 
 def total_tokens(messages: list[dict[str, object]]) -> int:
-    return sum(WordEstimator().count(str(m["content"])) + 4 for m in messages)
+    """The input's tokens as memstore counts them (the summary: its text + 12)."""
+    total = 0
+    for message in messages:
+        content = str(message["content"])
+        if content.startswith(SUMMARY_PREAMBLE):
+            total += WordEstimator().count(content.split("\n\n", 1)[1]) + 12
+        else:
+            total += WordEstimator().count(content) + 4
+    return total
 
 
 async def test_a_fresh_session_recalls_its_scopes_other_sessions(any_store: MemoryStore) -> None:
@@ -55,16 +64,17 @@ async def test_a_fresh_session_recalls_its_scopes_other_sessions(any_store: Memo
 async def test_own_forgotten_history_and_other_sessions_share_the_hard_limit(
     any_store: MemoryStore,
 ) -> None:
-    words = " ".join(f"w{i}" for i in range(30))
+    words = " ".join(f"w{i}" for i in range(12))
     for n in range(3):
         past = any_store.session(f"alice-{n}", scope=ALICE, limits=LIMITS,
                                  estimator=WordEstimator(), consolidate=False)  # fmt: skip
         for i in range(12):
             await past.add("user", f"In session {n} note {i}: the harbour ferry {words}")
     me = any_store.session("alice-9", scope=ALICE, limits=LIMITS, estimator=WordEstimator(),
-                           consolidate=False)  # fmt: skip
-    for i in range(12):
-        await me.add("user", f"Here note {i}: the harbour ferry {words}")
+                           consolidate=False, recall_budget=250)  # fmt: skip
+    for i in range(24):  # the first few match best; they soon leave working memory
+        topic = "the harbour ferry" if i < 3 else "something else entirely"
+        await me.add("user", f"Here note {i}: {topic} {words}")
     assert await me.reports()  # some of its own history left working memory
     messages = await me.build_model_input(recall="harbour ferry")
     lines = recalled_lines(messages)
@@ -88,7 +98,7 @@ async def test_long_term_entries_that_do_not_fit_are_chosen_by_relevance(
         await any_store.ltm.set(f"note:{i:02}", f"ordinary remark number {i} about nothing much",
                                 scope=ALICE)  # fmt: skip
     memory = any_store.session("plain", limits=LIMITS, estimator=WordEstimator(),
-                               ltm_scopes=[ALICE], ltm_budget=60)  # fmt: skip
+                               ltm_scopes=[ALICE], ltm_budget=90)  # fmt: skip
     messages = await memory.build_model_input(recall="is she allergic to peanuts?")
     assert "allergic to peanuts" in json.dumps(messages)
     await memory.add("user", "Any peanuts allergy I should know about?")

@@ -110,7 +110,8 @@ class SessionMemory(Consolidating):
         self.limits = limits
         self.estimator = estimator
         self.summarizer = summarizer
-        self.ltm_scopes = validate_scopes([*(() if scope is None else [scope]), *ltm_scopes])
+        others = validate_scopes(ltm_scopes)  # a scoped session's own scope comes first
+        self.ltm_scopes = others if self.scope is None else validate_scopes([self.scope, *others])
         self.ltm_budget = memory_budget(ltm_budget, limits)
         #: Set: every model input recalls (``None``: only when asked, with the default).
         self.recall_budget = (
