@@ -27,8 +27,9 @@ from typing import Any
 from sqlalchemy import Connection, exists, func, insert, select, update
 
 from memstore.config import fault_point
+from memstore.core.consolidation_report import Decision
 from memstore.core.ltm_entries import LongTermEntry
-from memstore.core.slots import Decision, SlotState, fact_digest, normalized_text
+from memstore.core.slots import SlotState, fact_digest, normalized_text
 from memstore.core.values import MemoryItem
 from memstore.db.engine import Database
 from memstore.db.lease import CLEARED
@@ -247,7 +248,7 @@ def _commit(
                     "run": number,
                 }
                 for key, digest in sorted(facts)
-            ],  # fmt: skip
+            ],
         )
     # A worker killed here (or anywhere in this function) leaves nothing: the transaction
     # rolls back, entries and record alike.
@@ -258,6 +259,16 @@ def _commit(
             [{"session_id": record.session_id, "seq": seq, "run": number} for seq in record.seqs],
         )
     return number
+
+
+def _fact_row(record: RunRecord, key: str, digest: str, number: int) -> dict[str, Any]:
+    return {
+        "scope": record.scope,
+        "key": key,
+        "digest": digest,
+        "session_id": record.session_id,
+        "run": number,
+    }
 
 
 async def commit_run(

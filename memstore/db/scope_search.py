@@ -48,8 +48,8 @@ def _with_replies(conn: Connection, hits: Sequence[SearchHit]) -> list[Passage]:
             replies[(reply.session_id or "", reply.seq or 0)] = reply
     out: list[Passage] = []
     for hit in hits:
-        reply = None if hit.seq is None else replies.get((hit.session_id or "", hit.seq + 1))
-        out.append((hit,) if reply is None else (hit, reply))
+        found = None if hit.seq is None else replies.get((hit.session_id or "", hit.seq + 1))
+        out.append((hit,) if found is None else (hit, found))
     return out
 
 

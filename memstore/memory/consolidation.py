@@ -31,9 +31,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 from memstore.config import Settings
+from memstore.core.consolidation_report import ConsolidationReport
 from memstore.core.facts import QUESTION, Fact, extract_facts
 from memstore.core.slots import (
-    ConsolidationReport,
     FactLike,
     budget_for,
     decide,

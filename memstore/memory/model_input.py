@@ -98,11 +98,19 @@ async def assemble(sources: InputSources, recall: str | None) -> list[dict[str, 
         )
     room = hard - (0 if memories is None else memories.tokens)
     if sources.scope is not None:
-        from memstore.memory.scope_recall import scoped_recall
+        from memstore.memory.scope_recall import ScopedHandle, scoped_recall
 
+        handle = ScopedHandle(
+            sources.database,
+            sources.session_id,
+            sources.scope,
+            sources.limits,
+            sources.count,
+            sources.recall_budget,
+        )
         spare = free - (0 if memories is None else memories.tokens)
         recalled: RecallBlock | ScopeRecallBlock | None = await scoped_recall(
-            sources, snap, terms, memories, room, spare
+            handle, snap, terms, memories, room, spare
         )
     elif snap is None:
         return [] if memories is None else [memories.message]

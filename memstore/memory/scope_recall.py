@@ -16,23 +16,38 @@ the room the memories left, so the input stays within the hard limit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memstore.core.ltm_entries import memory_budget
 from memstore.core.policy import Snapshot
 from memstore.core.search_terms import search_terms
+from memstore.core.values import MemoryLimits
 from memstore.db import reads
 from memstore.db.scope_search import scope_passages
 from memstore.render.recall import RECALL_CANDIDATES, novel_passages, recall_query
 from memstore.render.scope_recall import ScopeRecallBlock, fit_scope_recall
 
 if TYPE_CHECKING:
+    from memstore.db import Database
     from memstore.memory.long_term import MemoriesBlock
-    from memstore.memory.model_input import InputSources
+
+
+@dataclass(frozen=True)
+class ScopedHandle:
+    """What a scoped recall needs of the handle."""
+
+    database: Database
+    session_id: str
+    scope: str
+    limits: MemoryLimits
+    count: Callable[[str], int]
+    recall_budget: int | None
 
 
 async def scoped_recall(
-    sources: InputSources,
+    sources: ScopedHandle,
     snap: Snapshot | None,
     terms: tuple[str, ...] | None,
     memories: MemoriesBlock | None,
@@ -42,7 +57,7 @@ async def scoped_recall(
     """The recall block of a scoped session (``None``: no query, or nothing matches).
 
     Args:
-        sources: The handle's configuration (``scope`` is set).
+        sources: The handle's configuration.
         snap: Its working memory (``None``: the session has no item yet).
         terms: The query's words; ``None``: the newest user message, if the handle recalls
             by default (``recall_budget``).
@@ -50,7 +65,6 @@ async def scoped_recall(
         room: Tokens left under the hard limit after the memories.
         spare: Tokens neither working memory nor the memories use.
     """
-    assert sources.scope is not None
     if terms is None:
         query = None
         if sources.recall_budget is not None and snap is not None:

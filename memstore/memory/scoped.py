@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from memstore.config import Settings
-    from memstore.core.slots import ConsolidationReport
+    from memstore.core.consolidation_report import ConsolidationReport
     from memstore.core.tokens import TokenEstimator
     from memstore.core.values import CompactionReport
     from memstore.db import Database

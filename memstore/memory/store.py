@@ -387,14 +387,13 @@ class MemoryStore:
     ) -> list[LongTermEntry]:
         """Live long-term entries whose current version consolidation derived from the session
         (``deleted_items_only``: from items of it that no longer exist, after a prune)."""
-        from memstore.db.consolidation import derived_entries
+        from memstore.db import consolidation as runs
 
-        return await derived_entries(
-            self._db, validate_session_id(session_id), self.ltm.clock(), deleted_items_only
-        )
+        sid, now = validate_session_id(session_id), self.ltm.clock()
+        return await runs.derived_entries(self._db, sid, now, deleted_items_only)
 
     async def _forget(self, entries: Iterable[LongTermEntry]) -> None:
-        for entry in entries:  # each delete recorded in the entry's history
+        for entry in entries:  # each delete is recorded in the entry's history
             with contextlib.suppress(VersionConflictError):  # rewritten since: not derived now
                 await self.ltm.delete(entry.key, scope=entry.scope, expected_version=entry.version)
 

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memstore.core.carried_items import KNOWN_TYPES
+from memstore.core.ltm_entries import DEFAULT_SCOPE
 from memstore.core.summarizers import Summarizer
 from memstore.core.tokens import TokenEstimator, estimator_from_name
 from memstore.core.values import (
@@ -77,6 +78,7 @@ from memstore.model_side.openai_call import (
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
+    from memstore.core.consolidation_report import ConsolidationReport
     from memstore.memory.store import MemoryStore
 
 log = logging.getLogger("memstore.model_side.agent")
@@ -208,6 +210,9 @@ class Agent:
     ) -> Agent:
         """An agent on ``session_id``, showing the model the memories of ``scope``.
 
+        Unless ``scope`` is ``global``, the session belongs to it (``store.session(...,
+        scope=scope)``): it recalls from the scope's other sessions, and :meth:`end`
+        consolidates it into the scope.
         An existing session keeps the estimator and limits it was written with (unless given);
         a new one gets ``MEMORY_*`` limits and exact tiktoken counts. The summarizer defaults
         to an :class:`~memstore.OpenAISummarizer` on the same client and model.
@@ -235,8 +240,23 @@ class Agent:
             summarizer=summarizer or OpenAISummarizer(client, model),
             ltm_scopes=[scope],
             recall_budget=limits.hard - limits.target if recall else None,
+            scope=None if scope == DEFAULT_SCOPE else scope,
         )
         return cls(client, memory, model=model, scope=scope, **options)
+
+    async def end(self) -> ConsolidationReport | None:
+        """The conversation ended: consolidate what it said into the session's scope.
+
+        Returns:
+            The run's report; ``None`` for a session that belongs to no scope (nothing to
+            consolidate into) or has no item yet.
+        """
+        if self.memory.scope is None:
+            return None
+        try:
+            return await self.memory.consolidate()
+        except SessionNotFoundError:
+            return None
 
     async def run_turn(self, text: str) -> TurnResult:
         """One user turn: append it, run the model (and its tools), append the reply.

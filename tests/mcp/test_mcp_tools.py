@@ -15,7 +15,7 @@ from conftest import mcp_client, new_session_limits, table_counts, tool_text
 from memstore import MemoryLimits, MemoryStore
 from memstore.render.input import MEMORIES_CLOSE, TOOL_LABEL, memories_message
 
-WRITING = {"remember", "forget", "append_to_session"}
+WRITING = {"remember", "forget", "append_to_session", "consolidate"}
 ALL_TOOLS = WRITING | {
     "recall",
     "list_memories",
