@@ -1,6 +1,6 @@
 """What a consolidation run decided, fact by fact, and the report it leaves.
 
-Plain values: :mod:`memstore.core.slots` makes the decisions, :mod:`memstore.db.consolidation`
+Plain values: :mod:`memstore.core.slots` makes the decisions, :mod:`memstore.db.consolidation_runs`
 stores the report with the run, ``memstore consolidate`` prints it.
 """
 

@@ -27,7 +27,7 @@ holds now (:class:`SlotState`), in this order:
    budget goes to the next); the heaviest facts are taken first (``over the budget`` for the
    rest).
 
-Pure code: the reads and the transaction are :mod:`memstore.db.consolidation`, the run
+Pure code: the reads and the transaction are :mod:`memstore.db.consolidation_runs`, the run
 :mod:`memstore.memory.consolidation`.
 """
 

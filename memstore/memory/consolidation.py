@@ -13,7 +13,7 @@ consolidation of the session, in this order, with no transaction open between th
    (:func:`memstore.core.slots.decide`: people win, nothing twice, newer supersedes older,
    at most a fifth of the tokens consumed);
 5. commit the entries, the run's report and the record of what it consumed in one
-   transaction, fenced by the lease (:func:`memstore.db.consolidation.commit_run`); if a
+   transaction, fenced by the lease (:func:`memstore.db.consolidation_runs.commit_run`); if a
    person wrote a slot meanwhile, plan again from step 4.
 
 A dry run stops after step 4 and writes nothing (it takes no lease). A run with nothing new
@@ -41,7 +41,7 @@ from memstore.core.slots import (
     provenance,
 )
 from memstore.core.values import ITEM_OVERHEAD_TOKENS, MemoryItem
-from memstore.db import consolidation as runs
+from memstore.db import consolidation_runs as runs
 from memstore.db.engine import Database
 from memstore.db.lease import Lease, LeaseHolder, acquire_lease, release_lease
 from memstore.db.reads import utcnow

@@ -10,7 +10,7 @@ limit between the parts, in this order:
    best match the query (or the newest user message) go first (:meth:`LongTermMemory.memories`);
 2. recalled passages (what left working memory and matches the query), at most
    ``recall_budget`` tokens and never more than the memories left. A scoped session recalls
-   from its scope's other sessions too (:mod:`memstore.memory.scope_recall`), and without an
+   from its scope's other sessions too (:mod:`memstore.memory.cross_session_recall`), and without an
    explicit ``recall_budget`` its recall may likewise fill the room working memory and the
    memories leave;
 3. working memory (summary and items) within what remains, through the policy's
@@ -98,7 +98,7 @@ async def assemble(sources: InputSources, recall: str | None) -> list[dict[str, 
         )
     room = hard - (0 if memories is None else memories.tokens)
     if sources.scope is not None:
-        from memstore.memory.scope_recall import ScopedHandle, scoped_recall
+        from memstore.memory.cross_session_recall import ScopedHandle, scoped_recall
 
         handle = ScopedHandle(
             sources.database,

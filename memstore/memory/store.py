@@ -387,7 +387,7 @@ class MemoryStore:
     ) -> list[LongTermEntry]:
         """Live long-term entries whose current version consolidation derived from the session
         (``deleted_items_only``: from items of it that no longer exist, after a prune)."""
-        from memstore.db import consolidation as runs
+        from memstore.db import consolidation_runs as runs
 
         sid, now = validate_session_id(session_id), self.ltm.clock()
         return await runs.derived_entries(self._db, sid, now, deleted_items_only)
