@@ -24,8 +24,8 @@ holds now (:class:`SlotState`), in this order:
    entry's history keeps the old one.
 5. **compact.** The facts a session's runs write hold at most :data:`COMPACTION_RATIO` of the
    tokens of the items they consumed (counted over all its runs, so a small batch's unspent
-   budget goes to the next); the heaviest facts are taken first (``over the budget`` for the
-   rest).
+   budget goes to the next); the facts that say most per token (the extractor's weight over
+   the entry's tokens) are taken first (``over the budget`` for the rest).
 
 Pure code: the reads and the transaction are :mod:`memstore.db.consolidation_runs`, the run
 :mod:`memstore.memory.consolidation`.
@@ -187,7 +187,7 @@ def decide(
     budget: int,
     count: CountTokens,
 ) -> list[Decision]:
-    """Decide each fact's fate (module docstring), heaviest first.
+    """Decide each fact's fate (module docstring), most said per token first.
 
     Args:
         facts: What the extractor proposed.
@@ -196,7 +196,8 @@ def decide(
         count: The session's token estimator.
 
     Returns:
-        One decision per fact: the ones that write first (heaviest first), then the skipped.
+        One decision per fact: those that write first (most said per token first), then
+        the skipped.
     """
     chosen: dict[str, FactLike] = {}
     decisions: list[Decision] = []
@@ -207,8 +208,14 @@ def decide(
         else:
             chosen[key] = fact
     used = 0
+    # Most said per token first: a budget of a fifth holds many short facts or a few long
+    # ones, and the short ones are more often what a later question asks for.
     ranked = sorted(
-        chosen.items(), key=lambda pair: (-pair[1].weight, min(pair[1].seqs, default=0))
+        chosen.items(),
+        key=lambda pair: (
+            -pair[1].weight / max(1, entry_cost(pair[0], pair[1].text, count)),
+            min(pair[1].seqs, default=0),
+        ),
     )
     writes: list[Decision] = []
     for key, fact in ranked:
