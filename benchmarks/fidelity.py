@@ -33,7 +33,18 @@ Data (fetched at run time, never committed):
   left out).
 
     python benchmarks/fidelity.py [--conversations 10] [--questions 30] [--json]
+    python benchmarks/fidelity.py --sittings   # across a user's sessions (below)
     python benchmarks/fidelity.py --locomo data/locomo10.json
+
+``--sittings`` measures memory across a user's sessions instead: each conversation is split
+into its sittings, one session each, all of one scope, consolidated at the end of each; then
+every question is asked in a fresh session. Four inputs are compared: the newest turns of the
+last sitting within the hard limit; the whole history; a fresh session of the scope
+(``store.session(..., scope=...)``, ``build_model_input(recall=QUESTION)``: the scope's other
+sessions and its long-term entries); and a fresh unscoped session that sees only the scope's
+long-term entries (``ltm_scopes=[scope]``). An answer counts when the input holds the answer
+turn, or one of its sentences carrying at least half of its telling words, word for word
+(a fact keeps a sentence in the speaker's words; nothing paraphrased counts).
 
 Offline after the first fetch (``--cache DIR``, default ``~/.cache/memstore-benchmarks``).
 """
@@ -52,6 +63,7 @@ import tempfile
 import zipfile
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +76,7 @@ from memstore.render.recall import RECALL_CLOSE, RECALL_OPEN
 CHITCHAT = "chitchat-dataset==0.9.0"
 CHITCHAT_SHA256 = "d2a5d0bf6acf354fef51f3af39cbece2220d3b8f6086b658c3d335105798312a"
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-CONDITIONS = ("truncation", "compaction", "compaction + recall")
+CONDITIONS = ("truncation", "truncation, same tokens", "compaction", "compaction + recall")
 
 
 @dataclass
@@ -72,9 +84,10 @@ class Conversation:
     """One long conversation: its turns (role, text) and questions about them."""
 
     name: str
+    #: (role, text); a ``developer`` turn is the date marker that opens a session
     turns: list[tuple[str, str]] = field(default_factory=list)
-    #: (question, the indexes of its evidence turns)
-    questions: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
+    #: (question, the indexes of its evidence turns, its answer)
+    questions: list[tuple[str, tuple[int, ...], str]] = field(default_factory=list)
     sessions: int = 0
     #: Where each sitting (one conversation of the pair, one session) starts in ``turns``.
     sittings: list[int] = field(default_factory=list)
@@ -117,7 +130,13 @@ def _normalized(text: str) -> str:
 
 
 def chitchat_conversations(
-    path: Path, *, count: int, min_sessions: int, max_turns: int, questions: int
+    path: Path,
+    *,
+    count: int,
+    min_sessions: int,
+    max_turns: int,
+    questions: int,
+    skip: int = 0,
 ) -> list[Conversation]:
     """The ``count`` longest pairs' talks, each pair's as one conversation of whole sessions
     (up to ``max_turns`` turns: LoCoMo's conversations run to 300-700)."""
@@ -130,12 +149,13 @@ def chitchat_conversations(
     pairs = [talks for talks in by_pair.values() if len(talks) >= min_sessions]
     pairs.sort(key=lambda talks: (-len(talks), talks[0]["start"]))
     out = []
-    for number, talks in enumerate(pairs[:count], 1):
+    for number, talks in enumerate(pairs[skip : skip + count], skip + 1):
         talks.sort(key=lambda talk: talk["start"])
         first = talks[0]["messages"][0][0]["sender"]
         conv = Conversation(f"chitchat-{number}")
         for talk in talks:
-            session = []
+            day = datetime.fromisoformat(talk["start"].replace("Z", "+00:00"))
+            session = [("developer", session_marker(day.day, day.month, day.year))]
             for turn in talk["messages"]:
                 role = "user" if turn[0]["sender"] == first else "assistant"
                 text = " ".join(m["text"].strip() for m in turn if m["text"].strip())
@@ -163,6 +183,8 @@ def _ask_later(conv: Conversation, limit: int) -> None:
     for index, ((role, text), (next_role, answer)) in enumerate(
         zip(conv.turns, conv.turns[1:], strict=False)
     ):
+        if "developer" in (role, next_role):
+            continue  # a session's date marker is neither a question nor an answer
         before, _, question = text.rpartition("? ")
         question = question if question.endswith("?") or not before else text
         question = question.rsplit(". ", 1)[-1].strip()
@@ -188,7 +210,10 @@ def _ask_later(conv: Conversation, limit: int) -> None:
         if text:
             turns.append((role, text))
     conv.turns = turns
-    conv.questions = [(question, (moved[index + 1],)) for index, question in chosen]
+    conv.questions = [
+        (question, (moved[index + 1],), conv.turns[moved[index + 1]][1])
+        for index, question in chosen
+    ]
     conv.sittings = sorted({moved[start] for start in conv.sittings if start in moved})
 
 
@@ -207,12 +232,21 @@ def locomo_conversations(path: Path, *, questions: int) -> list[Conversation]:
         for number in numbers:
             conv.sessions += 1
             conv.sittings.append(len(conv.turns))
+            when = str(talk.get(f"session_{number}_date_time", ""))
+            conv.turns.append(("developer", f"New conversation session on {when}."))
             for turn in talk[f"session_{number}"]:
                 role = "user" if turn["speaker"] == talk["speaker_a"] else "assistant"
                 position[turn["dia_id"]] = len(conv.turns)
-                conv.turns.append((role, f"{turn['speaker']}: {turn['text']}"))
+                text = f"{turn['speaker']}: {turn['text']}"
+                if turn.get("blip_caption"):
+                    text += f" [shares {turn['blip_caption']}]"
+                conv.turns.append((role, text))
         asked = [
-            (qa["question"], tuple(position[e] for e in qa["evidence"] if e in position))
+            (
+                qa["question"],
+                tuple(position[e] for e in qa["evidence"] if e in position),
+                str(qa.get("answer", "")),
+            )
             for qa in sample["qa"]
             if qa.get("category") != 5 and qa.get("evidence")
         ]
@@ -244,6 +278,14 @@ def input_texts(messages: list[dict[str, Any]]) -> str:
     return _normalized("\n".join(texts))
 
 
+def session_marker(day: int, month: int, year: int) -> str:
+    """The developer note that opens a session and dates what follows it."""
+    return f"New conversation session on {day} {MONTH_NAMES[month - 1]} {year}."
+
+
+MONTH_NAMES = [datetime(2000, m, 1).strftime("%B") for m in range(1, 13)]
+
+
 def truncated(turns: list[tuple[str, str]], counts: list[int], budget: int) -> str:
     """The newest turns whose cost (tokens + 4 each) fits ``budget``."""
     used, kept = 0, []
@@ -255,8 +297,20 @@ def truncated(turns: list[tuple[str, str]], counts: list[int], budget: int) -> s
     return _normalized("\n".join(kept))
 
 
+def answer_words(answer: str) -> set[str]:
+    """The answer's content words: what an input must hold for the answer to be there."""
+    return {word for word in _words(answer) if word not in STOPWORDS}
+
+
+def word_recall(answer: set[str], text: str) -> float:
+    """The share of ``answer``'s words that ``text`` holds."""
+    if not answer:
+        return 0.0
+    return len(answer & set(_words(text))) / len(answer)
+
+
 async def measure(conv: Conversation, store: MemoryStore, limits: MemoryLimits) -> dict[str, Any]:
-    """Answered questions per condition, and what the conversation weighs."""
+    """Per condition, answers kept word for word and the share of answer words held."""
     estimator = TiktokenEstimator()
     memory = store.session(
         conv.name,
@@ -267,22 +321,35 @@ async def measure(conv: Conversation, store: MemoryStore, limits: MemoryLimits) 
     for role, text in conv.turns:
         await memory.add(role, text)
     counts = [estimator.count(" ".join(text.split())) for _role, text in conv.turns]
-    last_turns = truncated(conv.turns, counts, limits.hard)
-    compacted = input_texts(await memory.build_model_input())
-    answered = dict.fromkeys(CONDITIONS, 0)
-    for question, evidence in conv.questions:
-        recalled = input_texts(await memory.build_model_input(recall=question))
+    same_tokens = await memory.estimated_tokens()  # what the compacted input weighs
+    inputs = {
+        "truncation": truncated(conv.turns, counts, limits.hard),
+        "truncation, same tokens": truncated(conv.turns, counts, same_tokens),
+        "compaction": input_texts(await memory.build_model_input()),
+    }
+    verbatim = dict.fromkeys(CONDITIONS, 0)
+    words = dict.fromkeys(CONDITIONS, 0.0)
+    scored = 0
+    for question, evidence, answer in conv.questions:
+        inputs["compaction + recall"] = input_texts(await memory.build_model_input(recall=question))
         needed = [_normalized(conv.turns[i][1]) for i in evidence]
-        for condition, text in zip(CONDITIONS, (last_turns, compacted, recalled), strict=True):
-            answered[condition] += all(part in text for part in needed)
+        wanted = answer_words(answer)
+        scored += bool(wanted)
+        for condition in CONDITIONS:
+            verbatim[condition] += all(part in inputs[condition] for part in needed)
+            words[condition] += word_recall(wanted, inputs[condition])
     return {
         "conversation": conv.name,
         "sessions": conv.sessions,
         "turns": len(conv.turns),
         "history_tokens": sum(counts) + ITEM_OVERHEAD_TOKENS * len(counts),
+        "input_tokens": same_tokens,
         "questions": len(conv.questions),
+        "scored": scored,
         "compactions": len(await memory.reports()),
-        "answered": answered,
+        "summary_errors": sum(1 for r in await memory.reports() if r.summary_error),
+        "answered": verbatim,
+        "answer_words": words,
     }
 
 
@@ -294,9 +361,14 @@ async def run(conversations: list[Conversation], limits: MemoryLimits) -> list[d
 
 def report(dataset: str, rows: list[dict[str, Any]], limits: MemoryLimits) -> dict[str, Any]:
     questions = sum(row["questions"] for row in rows)
+    scored = sum(row["scored"] for row in rows)
     totals = {c: sum(row["answered"][c] for row in rows) for c in CONDITIONS}
     shares = {c: totals[c] / questions if questions else 0.0 for c in CONDITIONS}
-    ratio = shares["compaction + recall"] / shares["truncation"] if shares["truncation"] else None
+    words = {c: sum(row["answer_words"][c] for row in rows) / max(scored, 1) for c in CONDITIONS}
+
+    def ratio(table: dict[str, float], over: str) -> float | None:
+        return table["compaction"] / table[over] if table[over] else None
+
     return {
         "dataset": dataset,
         "limits": {"hard": limits.hard, "target": limits.target, "keep_recent": limits.keep_recent},
@@ -304,7 +376,15 @@ def report(dataset: str, rows: list[dict[str, Any]], limits: MemoryLimits) -> di
         "questions": questions,
         "answered": totals,
         "share": shares,
-        "recall_over_truncation": ratio,
+        "answer_words": words,
+        "compaction_over_truncation": {
+            "answer_words": ratio(words, "truncation, same tokens"),
+            "verbatim": ratio(shares, "truncation, same tokens"),
+        },
+        "recall_over_truncation": (
+            shares["compaction + recall"] / shares["truncation"] if shares["truncation"] else None
+        ),
+        "summary_errors": sum(row["summary_errors"] for row in rows),
     }
 
 
@@ -312,19 +392,35 @@ def print_report(result: dict[str, Any]) -> None:
     limits = result["limits"]
     print(
         f"{result['dataset']}: {len(result['conversations'])} conversations, "
-        f"{result['questions']} questions; every input within {limits['hard']} tokens "
-        f"(limits {limits['hard']} / {limits['target']} / keep {limits['keep_recent']})"
+        f"{result['questions']} questions (limits {limits['hard']} / {limits['target']} / keep "
+        f"{limits['keep_recent']}); each cell: answers word for word / answer words held"
     )
-    print(f"{'conversation':<14}{'sessions':>9}{'turns':>7}{'tokens':>9}{'questions':>10}"
-          + "".join(f"{c:>22}" for c in CONDITIONS))  # fmt: skip
+    print(f"{'conversation':<14}{'turns':>6}{'tokens':>8}{'input':>7}"
+          + "".join(f"{c:>26}" for c in CONDITIONS))  # fmt: skip
     for row in result["conversations"]:
-        cells = "".join(f"{row['answered'][c]:>22}" for c in CONDITIONS)
-        print(f"{row['conversation']:<14}{row['sessions']:>9}{row['turns']:>7}"
-              f"{row['history_tokens']:>9}{row['questions']:>10}{cells}")  # fmt: skip
-    shares = "".join(f"{result['share'][c]:>22.1%}" for c in CONDITIONS)
-    print(f"{'all':<49}{shares}")
-    ratio = result["recall_over_truncation"]
-    print("compaction + recall / truncation: " + ("n/a" if ratio is None else f"{ratio:.2f}x"))
+        n = max(row["scored"], 1)
+        cells = "".join(
+            f"{row['answered'][c]:>13}{row['answer_words'][c] / n:>12.1%} " for c in CONDITIONS
+        )
+        print(f"{row['conversation']:<14}{row['turns']:>6}{row['history_tokens']:>8}"
+              f"{row['input_tokens']:>7}{cells}")  # fmt: skip
+    cells = "".join(
+        f"{result['share'][c]:>13.1%}{result['answer_words'][c]:>12.1%} " for c in CONDITIONS
+    )
+    print(f"{'all':<35}{cells}")
+    ratios = result["compaction_over_truncation"]
+    print(
+        "compaction alone / truncation to the same tokens: answer words "
+        + _times(ratios["answer_words"])
+        + ", answers word for word "
+        + _times(ratios["verbatim"])
+    )
+    print("compaction + recall / truncation: " + _times(result["recall_over_truncation"]))
+    print(f"summary errors: {result['summary_errors']}")
+
+
+def _times(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}x"
 
 
 # -- across sittings: consolidation and recall across a user's sessions ------------------------
@@ -382,7 +478,8 @@ async def measure_sittings(
     entry_tokens = sum(estimator.count(f"{e.key} {e.value}") for e in entries)
     answered = dict.fromkeys(SITTING_CONDITIONS, 0)
     strict = dict.fromkeys(SITTING_CONDITIONS, 0)
-    for index, (question, evidence) in enumerate(conv.questions):
+    words = dict.fromkeys(SITTING_CONDITIONS, 0.0)
+    for index, (question, evidence, answer) in enumerate(conv.questions):
         fresh = store.session(
             f"{conv.name}-ask-{index}", scope=scope, limits=limits, estimator=estimator
         )
@@ -396,6 +493,7 @@ async def measure_sittings(
         for condition, text in zip(SITTING_CONDITIONS, inputs, strict=True):
             answered[condition] += all(holds_answer(text, part) for part in needed)
             strict[condition] += all(_normalized(part) in text for part in needed)
+            words[condition] += word_recall(answer_words(answer), text)
     return {
         "conversation": conv.name,
         "sittings": len(conv.sittings),
@@ -406,6 +504,7 @@ async def measure_sittings(
         "questions": len(conv.questions),
         "answered": answered,
         "answered_verbatim": strict,
+        "answer_words": words,
     }
 
 
@@ -439,6 +538,7 @@ def report_sittings(
         "questions": questions,
         "share": share,
         "share_verbatim": shares("answered_verbatim"),
+        "answer_words": shares("answer_words"),
         "goal_a": {
             "of_whole_history": share["fresh scoped session"] / share["whole history"]
             if share["whole history"] else None,
@@ -468,6 +568,8 @@ def print_sittings(result: dict[str, Any]) -> None:
     print(f"{'answered':<49}{shares}")
     verbatim = "".join(f"{result['share_verbatim'][c]:>22.1%}" for c in SITTING_CONDITIONS)
     print(f"{'  (whole answer turn)':<49}{verbatim}")
+    held = "".join(f"{result['answer_words'][c]:>22.1%}" for c in SITTING_CONDITIONS)
+    print(f"{'answer words held':<49}{held}")
     a, b = result["goal_a"], result["goal_b"]
 
     def times(value: float | None) -> str:
@@ -493,6 +595,9 @@ def main() -> None:
     parser.add_argument("--max-turns", type=int, default=600)
     parser.add_argument("--questions", type=int, default=30, help="per conversation, at most")
     parser.add_argument(
+        "--skip", type=int, default=0, help="leave out the N longest pairs (held-out data)"
+    )
+    parser.add_argument(
         "--sittings",
         action="store_true",
         help="one scoped session per sitting, consolidated at its end; questions asked in a "
@@ -512,6 +617,7 @@ def main() -> None:
             min_sessions=args.min_sessions,
             max_turns=args.max_turns,
             questions=args.questions,
+            skip=args.skip,
         )
     if args.sittings:
         result = report_sittings(dataset, asyncio.run(run_sittings(conversations, limits)), limits)

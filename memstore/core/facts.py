@@ -35,10 +35,12 @@ from datetime import date
 
 from memstore.core.dates import format_date, parse_formatted, pin_relative, session_date
 from memstore.core.statements import (
-    FIRST_PERSON,
+    best_of,
     content_words,
     is_chatter,
+    is_constraint,
     is_question,
+    is_request,
     salient_tokens,
     score,
     sentences,
@@ -51,6 +53,9 @@ FACT, DECISION, CONSTRAINT, QUESTION = "fact", "decision", "constraint", "questi
 #: Added to a line's content score: what the user or the application set down explicitly
 #: outweighs what was said in passing.
 KIND_WEIGHT = {FACT: 0.0, DECISION: 8.0, CONSTRAINT: 8.0, QUESTION: 1.0}
+#: A repeat is looked for among this many newest facts (it is usually near; looking at
+#: all of them would make a long fold quadratic).
+REPEAT_WINDOW = 60
 #: A statement scoring below this says too little to keep (a bare "I agree", "that's cool").
 MIN_STATEMENT_SCORE = 3.0
 #: A reply that answers a question needs less: the question made it matter.
@@ -59,21 +64,8 @@ MIN_ANSWER_SCORE = 1.5
 MAX_FACT_WORDS = 45
 
 
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
 _SPEAKER = re.compile(r"^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}):\s+(?=\S)")
-_CONSTRAINT = re.compile(
-    r"\b(must|never|always|don't|do not|only|prefer|make sure|avoid|required?|"
-    r"no more than|at most|at least|deadline)\b",
-    re.I,
-)
-_NOT_IMPERATIVE = FIRST_PERSON | _words(
-    "you you're your he she they it it's its this that that's these those there there's "
-    "the a an his her their yes no yeah what's he's she's they're we"
-)
-_LEAD_WORDS = _words("also please now then next so and but just ok okay")
+_RUNS = re.compile(r"[A-Za-z]+|\d+")
 _OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
 _CALL_TYPES = ("function_call", "custom_tool_call")
 
@@ -154,26 +146,32 @@ class FactList:
     """Facts in order, each once: a repeat is skipped, a newer value of a slot replaces it."""
 
     facts: list[Fact] = field(default_factory=list)
-    _keys: dict[frozenset[str], int] = field(default_factory=dict)
+    _keys: list[frozenset[str]] = field(default_factory=list)  # one per fact, in order
+    _known: set[frozenset[str]] = field(default_factory=set)
+    _slots: dict[tuple[str, str], int] = field(default_factory=dict)  # slot -> id(fact)
 
     def add(self, fact: Fact) -> bool:
         """Add ``fact`` unless it is already known; ``False`` when it was a repeat."""
         key = fact_key(fact)
-        if key in self._keys:
+        if key in self._known or any(key <= other for other in self._keys[-REPEAT_WINDOW:]):
             return False
-        for other in self.facts[-60:]:  # a repeat is usually near: a full scan is quadratic
-            if key <= fact_key(other):
-                return False
         if fact.attribute:
             slot = (fact.subject.lower(), fact.attribute.lower())
-            self.facts = [
-                f
-                for f in self.facts
-                if not f.attribute or (f.subject.lower(), f.attribute.lower()) != slot
-            ]
+            older = self._slots.get(slot)
+            if older is not None:
+                self.discard({older})
+            self._slots[slot] = id(fact)
         self.facts.append(fact)
-        self._keys[key] = len(self.facts)
+        self._keys.append(key)
+        self._known.add(key)
         return True
+
+    def discard(self, gone: set[int]) -> None:
+        """Remove the facts whose ``id()`` is in ``gone``."""
+        pairs = [(f, k) for f, k in zip(self.facts, self._keys, strict=True) if id(f) not in gone]
+        self._known -= {k for f, k in zip(self.facts, self._keys, strict=True) if id(f) in gone}
+        self.facts = [f for f, _ in pairs]
+        self._keys = [k for _, k in pairs]
 
 
 @dataclass
@@ -255,7 +253,7 @@ class _Reader:
         if not values:
             return
         text = attributed(subject, values)
-        self.results |= {token.lower() for token in salient_tokens(text)}
+        self.results |= {run.lower() for run in _RUNS.findall(text)}
         self.facts.add(
             make_fact(
                 text,
@@ -300,30 +298,25 @@ class _Reader:
         self.asked = [q for q in self.asked if not q.answered]
         kept = []
         for sentence in statements:
-            if from_user and _is_constraint(sentence):
+            if from_user and is_constraint(sentence):
                 self.facts.add(
                     make_fact(sentence, seqs=(item.seq,), said_on=self.said_on, kind=CONSTRAINT)
                 )
+            elif from_user and is_request(sentence):
+                continue  # an instruction is the objective, not a fact
             elif score(sentence) >= MIN_STATEMENT_SCORE and not self._restates(sentence):
                 kept.append(sentence)
         if kept:
             self.facts.add(
                 make_fact(
-                    f"{speaker}: {' '.join(kept)}",
+                    f"{speaker}: {best_of(kept)}",
                     subject=speaker,
                     seqs=(item.seq,),
                     said_on=self.said_on,
                 )
             )
         if from_user:
-            requests = [
-                s
-                for s in said
-                if not is_question(s)
-                and not is_chatter(s)
-                and not _is_constraint(s)
-                and _first_word(s) not in _NOT_IMPERATIVE
-            ]
+            requests = [s for s in said if not is_question(s) and is_request(s)]
             if requests:
                 self.request = " ".join(requests)
         if from_user:
@@ -338,9 +331,10 @@ class _Reader:
                 self.last_question = asked
 
     def _restates(self, sentence: str) -> bool:
-        """A reply that only repeats what this exchange's tool results said."""
-        specifics = {token.lower() for token in salient_tokens(sentence)}
-        return bool(self.results) and specifics <= self.results
+        """A reply that only repeats what this exchange's tool results said: its names and
+        numbers are all in them."""
+        said = {run.lower() for token in salient_tokens(sentence) for run in _RUNS.findall(token)}
+        return bool(self.results) and said <= self.results
 
     def _answer(
         self, item: MemoryItem, speaker: str, answering: list[_Question], statements: list[str]
@@ -351,7 +345,7 @@ class _Reader:
         if not useful:
             return
         subject = next((q.subject for q in reversed(answering) if q.subject), "")
-        body = " ".join(useful)
+        body = best_of(useful)
         text = attributed(subject, body) if subject else f"{speaker}: {body}"
         self.facts.add(
             make_fact(text, subject=subject or speaker, seqs=(item.seq,), said_on=self.said_on)
@@ -371,19 +365,6 @@ class _Reader:
         return Extraction(
             tuple(self.facts.facts), tuple(self.open), objective, answered, self.said_on
         )
-
-
-def _is_constraint(sentence: str) -> bool:
-    """An instruction that limits what may be done (not a statement about oneself)."""
-    return bool(_CONSTRAINT.search(sentence)) and _first_word(sentence) not in _NOT_IMPERATIVE
-
-
-def _first_word(sentence: str) -> str:
-    words = [w.strip(",.!:;").lower() for w in sentence.split()]
-    for word in words:
-        if word not in _LEAD_WORDS:
-            return word
-    return ""
 
 
 def extract(

@@ -9,8 +9,10 @@ first. The newest ``keep_recent`` items are *protected* in phases 1 and 2.
 2. **Summarize older useful state.** If still above the target, every remaining unprotected
    item is a candidate. The summarizer receives the *existing* summary plus the candidates and
    returns one new summary that replaces the old one, so each compaction folds the previous
-   summary in rather than forgetting it. If the summarizer fails, the error is recorded and
-   the candidates stay for phase 3.
+   summary in rather than forgetting it. A summarizer that accepts ``max_tokens`` is told the
+   room the target leaves once the items that stay are counted (:func:`summary_room`), in
+   the session's own tokens. If the summarizer fails, the error is recorded and the
+   candidates stay for phase 3; one that found nothing worth keeping is no failure.
 3. **Enforce the budget.** While still above the target: evict the remaining unprotected items
    oldest first; then trim the summary (it is the oldest context) or remove it; only then evict
    protected items, oldest first. The result is at most the target, always: even one recent
@@ -33,6 +35,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from memstore.core.summarizers import summarizer_options
 from memstore.core.units import Unit, closure, units
 from memstore.core.values import (
     ITEM_OVERHEAD_TOKENS,
@@ -46,7 +49,7 @@ from memstore.core.values import (
 
 CountTokens = Callable[[str], int]
 #: A synchronous summarizer, for offline replay and tests: (previous, candidates) -> summary.
-SyncSummarize = Callable[[str | None, Sequence[MemoryItem]], str]
+SyncSummarize = Callable[..., str]
 
 
 @dataclass(frozen=True)
@@ -286,6 +289,12 @@ def finish_plan(
             summary, summary_tokens, action = text, count_tokens(text), "replaced"
             summarized = tuple(item.id for item in draft.candidates)
             items = [item for item in items if item.id not in set(summarized)]
+        elif summary_error is None and getattr(new_summary, "kept_nothing", False):
+            # The summarizer read everything and found nothing worth keeping: an answer.
+            summarized = tuple(item.id for item in draft.candidates)
+            items = [item for item in items if item.id not in set(summarized)]
+            if summary is not None:
+                summary, summary_tokens, action = None, 0, "removed"
         elif summary_error is None:
             summary_error = "summarizer returned no usable text"
 
@@ -352,15 +361,28 @@ def _enforce_budget(
 
 
 _PIECES = re.compile(r"\S+\s*")
+_LINES = re.compile(r"[^\n]*\n*")
 
 
 def trim_to_tokens(text: str, budget: int, count_tokens: CountTokens) -> str:
-    """The longest word-boundary prefix of ``text`` counting at most ``budget`` tokens.
+    """The longest prefix of ``text`` counting at most ``budget`` tokens: whole lines when
+    ``text`` has several (a line cut in half can invert a fact, and a stub such as
+    ``Current`` says nothing), else words.
 
     The head is kept because both shipped summarizers put the current objective and the
-    constraints first; the tail holds the least essential detail.
+    constraints first; the tail holds the least essential detail. A heading left with no
+    line under it goes too.
     """
-    pieces = _PIECES.findall(text)
+    if "\n" in text.strip():
+        lines = [line for line in _LINES.findall(text) if line]
+        kept = _longest_prefix(lines, budget, count_tokens)
+        while kept.endswith(":") and "\n" in kept:  # a heading whose lines did not fit
+            kept = kept.rsplit("\n", 1)[0].rstrip()
+        return "" if kept.endswith(":") else kept
+    return _longest_prefix(_PIECES.findall(text), budget, count_tokens)
+
+
+def _longest_prefix(pieces: list[str], budget: int, count_tokens: CountTokens) -> str:
     low, high = 0, len(pieces)
     while low < high:  # binary search: O(log n) token counts instead of n
         mid = (low + high + 1) // 2
@@ -369,6 +391,14 @@ def trim_to_tokens(text: str, budget: int, count_tokens: CountTokens) -> str:
         else:
             high = mid - 1
     return "".join(pieces[:low]).strip()
+
+
+def summary_room(draft: PlanDraft) -> int:
+    """Tokens the new summary may take: the budget less the items that stay (protected and
+    pending ones) and the summary's own framing; never below 0."""
+    leaving = {item.id for item in draft.candidates}
+    staying = sum(item.cost for item in draft.remaining if item.id not in leaving)
+    return max(draft.budget - staying - SUMMARY_OVERHEAD_TOKENS, 0)
 
 
 def plan_compaction(
@@ -391,7 +421,8 @@ def plan_compaction(
             error = "no summarizer configured"
         else:
             try:
-                new_summary = summarize(snapshot.summary, draft.candidates)
+                options = summarizer_options(summarize, summary_room(draft), count_tokens)
+                new_summary = summarize(snapshot.summary, draft.candidates, **options)
             except Exception as exc:  # a summarizer's failure is data, not a crash
                 error = f"{type(exc).__name__}: {exc}"
     return finish_plan(draft, count_tokens, new_summary=new_summary, summary_error=error)

@@ -18,6 +18,7 @@ months), not topics of any data set.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from memstore.core.search_terms import STOPWORDS
@@ -28,10 +29,19 @@ def _words(text: str) -> frozenset[str]:
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
+#: Words that open sentences, not names ("I" aside: it is capitalised everywhere).
+_OPENERS = (
+    "So|And|But|The|It|Its|It's|We|You|He|She|They|My|That|This|What|How|Why|When|Where|Yes|"
+    "No|Oh|Well|Also|Then|Just|Do|Did|Is|Are|Can|Haha|Lol|Ok|Okay|Yeah|Hey|Hi|Hello|Thanks"
+)
+_RUN_ON = re.compile(rf"(?<=[a-z0-9])\s+(?=(?:{_OPENERS})\b)")
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z'’]*(?:-[A-Za-z0-9]+)*|[#$£€]?\d[\w:./%,-]*")
 _LAUGHTER = re.compile(
     r"\b(?:(?:ha|he|hi){2,}h?|a?ha+|lo+l+|lmao+|rofl|xd+|omg|o+h+|u+m+|u+h+|hm+)\b[!.,]*\s*", re.I
 )
+_DIGIT = re.compile(r"\d")
+_LABEL = re.compile(r"^[\w .#'-]{1,24}:\s+(?=\S)")
+_INNER_CAPITAL = re.compile(r"^.+[A-Z]")
 _REPEATED_PUNCT = re.compile(r"([!?.])\1+")
 _CHATTER = re.compile(
     r"^(hi|hello|hey|yo|thanks|thank you|thx|cheers|good (morning|afternoon|evening|night)|"
@@ -80,9 +90,36 @@ LOW_INFO = _words(
 )
 
 
+#: A request shorter than this is a sign-off ("catch you later"), not an objective.
+MIN_REQUEST_WORDS = 3
+#: A statement line holds at most this many of the speaker's words: the telling sentences
+#: of a long turn, not all of it.
+MAX_STATEMENT_WORDS = 20
+_CONSTRAINT_OPENERS = _words("never always don't dont only avoid must")
+_DIRECTED = re.compile(r"^(please )?(do not|make sure)\b|\b(you|we) must\b|\bmust not\b", re.I)
+_NOT_IMPERATIVE = FIRST_PERSON | _words(
+    "you you're your he she they it it's its this that that's these those there there's "
+    "the a an his her their yes no yeah what's he's she's they're we"
+)
+#: Words an instruction opens with: the common imperative verbs of tasks, and polite
+#: openings ("please", "can you").
+_REQUEST_OPENERS = _words(
+    "please can could would will let's help check find look investigate fix write make tell "
+    "show give book send add remove delete update create run deploy verify get list explain "
+    "summarize summarise compare plan schedule cancel order buy draft review prepare set "
+    "change move call email remind search open close start stop restart build test debug "
+    "analyze analyse diagnose trace use try translate calculate estimate rename install "
+    "upgrade configure reply answer confirm"
+)
+_LEAD_WORDS = _words("also please now then next so and but just ok okay")
+
+
 def sentences(text: str) -> list[str]:
-    """``text`` split into sentences, white space flattened."""
-    return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
+    """``text`` split into sentences, white space flattened. Chat often runs messages
+    together without a full stop ("no idea So I was at church"): a capitalised opening
+    word after a lower-case one starts a sentence too."""
+    parts = _SENTENCE_END.split(text.strip())
+    return [p.strip() for part in parts for p in _RUN_ON.split(part) if p.strip()]
 
 
 def tidy(sentence: str) -> str:
@@ -96,7 +133,7 @@ def is_chatter(sentence: str) -> bool:
     """A greeting, an acknowledgement or a reply of a word or two that says nothing."""
     tokens = _TOKEN.findall(sentence)
     return not tokens or bool(_CHATTER.match(sentence.strip())) or (
-        len(tokens) <= 2 and not any(ch.isdigit() for ch in sentence)
+        len(tokens) <= 2 and not _DIGIT.search(sentence)
     )  # fmt: skip
 
 
@@ -106,14 +143,14 @@ def is_question(sentence: str) -> bool:
 
 
 def salient_tokens(sentence: str) -> list[str]:
-    """Names, identifiers and numbers: the tokens a fact about something cannot lose."""
-    tokens = _TOKEN.findall(sentence)
+    """Names, identifiers and numbers: the tokens a fact about something cannot lose (a
+    capitalised word counts inside a sentence, not as its first word)."""
     out = []
-    for index, token in enumerate(tokens):
-        digits = any(ch.isdigit() for ch in token)
-        capital = token[:1].isupper() and token.lower() not in _NOT_NAMES
-        inner_capital = any(ch.isupper() for ch in token[1:]) and token.lower() not in _NOT_NAMES
-        if digits or inner_capital or (capital and index > 0):
+    for index, token in enumerate(_TOKEN.findall(sentence)):
+        if _DIGIT.search(token) or (
+            (_INNER_CAPITAL.search(token) or (index and token[0].isupper()))
+            and token.lower() not in _NOT_NAMES
+        ):
             out.append(token.rstrip(".,:"))
     return out
 
@@ -122,7 +159,7 @@ def content_words(sentence: str) -> list[str]:
     """Lower-cased words that are not function words (three letters or more)."""
     return [
         word
-        for word in (token.lower().strip("'’") for token in _TOKEN.findall(sentence))
+        for word in (token.lower() for token in _TOKEN.findall(sentence))
         if len(word) > 2
         and word[0].isalpha()
         and "'" not in word
@@ -132,25 +169,82 @@ def content_words(sentence: str) -> list[str]:
     ]
 
 
+@functools.lru_cache(maxsize=8192)
 def score(sentence: str) -> float:
-    """How much a sentence says (module docstring); 0 for chatter."""
+    """How much a sentence says (module docstring); 0 for chatter. Cached: a fold scores
+    the same lines again (a previous summary's, a fact's text)."""
     if is_chatter(sentence):
         return 0.0
     tokens = [token.lower() for token in _TOKEN.findall(sentence)]
     words = set(tokens)
     content = set(content_words(sentence))
-    salient = salient_tokens(sentence)
-    value = 0.5 * min(len(content), 10) + 1.2 * min(len(set(salient)), 4)
-    value += 1.0 if any(any(ch.isdigit() for ch in token) for token in tokens) else 0.0
+    salient = set(salient_tokens(sentence))
+    value = 0.5 * min(len(content), 10) + 1.2 * min(len(salient), 4)
+    value += 1.0 if _DIGIT.search(sentence) else 0.0
     value += 1.0 if words & TIME_WORDS else 0.0
     if words & FIRST_PERSON:
         value += 1.0
         value += 1.0 if words & PREFERENCES else 0.0
         value += 0.8 if words & PLANS else 0.0
-        value += (
-            0.8 if words & EVENTS or any(w.endswith("ed") and len(w) > 4 for w in words) else 0.0
-        )
+        did = words & EVENTS or any(len(w) > 4 and w.endswith("ed") for w in words)
+        value += 0.8 if did else 0.0
     value += 1.0 if words & RELATIONS else 0.0
     if len(tokens) < 4:
         value -= 1.5
     return max(value, 0.0)
+
+
+def best_of(said: list[str], words: int = MAX_STATEMENT_WORDS) -> str:
+    """The highest-scoring sentences of a turn that fit ``words``, in the order said (one
+    sentence longer than that is cut, marked with ``...``)."""
+    ranked = sorted(range(len(said)), key=lambda i: -score(said[i]))
+    chosen: list[int] = []
+    used = 0
+    for index in ranked:
+        size = len(said[index].split())
+        if chosen and used + size > words:
+            continue
+        chosen.append(index)
+        used += size
+    text = " ".join(said[i] for i in sorted(chosen))
+    parts = text.split()
+    return text if len(parts) <= words else " ".join(parts[:words]) + " ..."
+
+
+def is_request(sentence: str) -> bool:
+    """An instruction: it opens with a verb of asking or doing (``Check ...``, ``Please
+    book ...``, ``Can you ...``), says enough to be a task, and is not a constraint."""
+    words = [w.strip(",.!:;").lower() for w in sentence.split()]
+    return (
+        len(words) >= MIN_REQUEST_WORDS
+        and (
+            words[0] in _REQUEST_OPENERS
+            or (words[0] in _LEAD_WORDS and first_word(sentence) in _REQUEST_OPENERS)
+        )
+        and not is_constraint(sentence)
+    )
+
+
+def is_constraint(sentence: str) -> bool:
+    """An instruction that limits what may be done: it opens with the limit (``Never ...``,
+    ``Only ...``, ``Make sure ...``) or tells someone what they must do (``you must``)."""
+    if _DIRECTED.search(sentence):
+        return True
+    words = [w.strip(",.!:;").lower() for w in sentence.split()]
+    first = first_word(sentence)
+    if first not in _CONSTRAINT_OPENERS or first not in words:
+        return False
+    verb = words[words.index(first) + 1] if words.index(first) + 1 < len(words) else ""
+    # An imperative takes the verb's base form: "Never restart ...", not "Never hurts ...".
+    return not (verb.endswith("s") and not verb.endswith("ss"))
+
+
+def first_word(sentence: str) -> str:
+    """The word a sentence opens with, past a short label (``Turn 3: never ...``) and
+    lead words (``also``, ``please``)."""
+    label = _LABEL.match(sentence)
+    words = [w.strip(",.!:;").lower() for w in sentence[label.end() if label else 0 :].split()]
+    for word in words:
+        if word not in _LEAD_WORDS:
+            return word
+    return ""

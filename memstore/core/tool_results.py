@@ -19,7 +19,7 @@ import re
 from typing import Any
 
 from memstore.core.search_terms import STOPWORDS
-from memstore.core.statements import salient_tokens, sentences, tidy
+from memstore.core.statements import salient_tokens, sentences
 
 #: A result line holds at most this many words: a digest, not the log.
 MAX_RESULT_WORDS = 45
@@ -28,6 +28,10 @@ _ID_SUFFIX = re.compile(r"[_\s-]*(id|ids|number|num|no|code|ref|key)$", re.I)
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _CLAUSE = re.compile(r"\s*[;\n]\s*|,\s+(?=[A-Za-z])")
 _MAX_VALUE_WORDS = 12
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+#: Argument names that say nothing about what the value is.
+_GENERIC = frozenset(("", "value", "query", "q", "input", "text", "key", "arg"))
+_VERB = re.compile(r"^(get|lookup|find|fetch|check|search)_?")
 _MAX_LIST = 6
 
 
@@ -76,23 +80,27 @@ def _clip(text: str, words: int = MAX_RESULT_WORDS) -> str:
 
 def result_values(content: str, subject: str = "") -> str:
     """What a tool result says, as one compact line (``""``: nothing); a field that only
-    repeats the ``subject``'s id is left out."""
+    repeats the ``subject``'s id is left out, and so is prose beside short values (a
+    ticket's history next to its status)."""
     text = content.strip()
     if text[:1] in "{[":
         try:
             data = json.loads(text)
         except ValueError:
             data = None
-        if isinstance(data, dict) and subject:
+        if isinstance(data, dict):
             named = set(subject.lower().split())
-            data = {
-                k: v for k, v in data.items() if _scalar(v) is None or str(v).lower() not in named
-            }
+            data = {k: v for k, v in data.items() if _keep_field(v, named)} or data
         if isinstance(data, (dict, list)):
             return _clip(_compact(data))
+    lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+    short = [i for i, line in enumerate(lines) if len(line.split()) <= _MAX_VALUE_WORDS]
+    if len(lines) > 1 and short:
+        # Lines of a record ("Status: escalated"): the short ones are its values.
+        return _clip("; ".join(lines[i].rstrip(".") for i in short))
     if len(text.split()) <= MAX_RESULT_WORDS:
-        return _clip("; ".join(tidy(line) for line in text.splitlines() if line.strip()))
-    # A long text result: the clauses with specifics, in their order, up to the limit.
+        return _clip("; ".join(lines))
+    # One long text: the clauses with specifics, in their order, up to the limit.
     clauses = [c for s in sentences(text) for c in _CLAUSE.split(s) if c.strip()]
     ranked = sorted(range(len(clauses)), key=lambda i: -len(salient_tokens(clauses[i])))
     chosen, used = set(), 0
@@ -106,31 +114,41 @@ def result_values(content: str, subject: str = "") -> str:
     return "; ".join(picked) if picked else _clip(text)
 
 
+def _keep_field(value: Any, subject_words: set[str]) -> bool:
+    """A field worth a place on the line: not the subject's own id, not a paragraph."""
+    if isinstance(value, str) and len(value.split()) > _MAX_VALUE_WORDS:
+        return False
+    return _scalar(value) is None or str(value).lower() not in subject_words
+
+
 def call_subject(name: str, arguments: str) -> str:
-    """What a call is about, from its arguments: identifying ones first, at most two."""
+    """What a call is about, from its arguments: its identifier (``order A-1042``), else
+    the names it was given (``Lisbon``), else its short free text (``design review``)."""
     try:
         data = json.loads(arguments) if arguments.strip() else {}
     except ValueError:
         data = None
     if not isinstance(data, dict):
         return _clip(arguments, 6) if arguments.strip() else ""
-    pairs = [(str(k), v) for k, v in data.items() if _scalar(v) is not None]
+    pairs = [(str(k), _scalar(v) or "") for k, v in data.items() if _scalar(v) is not None]
+    pairs = [(k, v) for k, v in pairs if 0 < len(v.split()) <= 6 and not _ISO_DATE.match(v)]
 
-    def rank(pair: tuple[str, Any]) -> int:
+    def rank(pair: tuple[str, str]) -> int:
         key, value = pair
-        identifying = bool(_ID_SUFFIX.search(key)) or any(ch.isdigit() for ch in str(value))
-        return 0 if identifying else 1
+        if _ID_SUFFIX.search(key) or any(ch.isdigit() for ch in value):
+            return 0  # an identifier
+        return 1 if value[:1].isupper() else 2  # a name, then a word
 
+    ranked = sorted(pairs, key=rank)
+    if not ranked:
+        return ""
+    best = rank(ranked[0])
     parts = []
-    for key, value in sorted(pairs, key=rank)[:2]:
-        shown = _scalar(value) or ""
-        if len(shown.split()) > 6:
-            continue
-        noun = humanize(_ID_SUFFIX.sub("", key)) or humanize(
-            re.sub(r"^(get|lookup|find|fetch|check|search)_?", "", name)
-        )
-        numeric = any(ch.isdigit() for ch in shown) and not any(ch.isalpha() for ch in shown)
-        parts.append(f"{noun} {shown}" if numeric or _ID_SUFFIX.search(key) else shown)
+    for key, value in ranked[: 1 if best == 0 else 2]:
+        if rank((key, value)) != best:
+            break
+        noun = humanize(_ID_SUFFIX.sub("", key)) or humanize(_VERB.sub("", name))
+        parts.append(f"{noun} {value}" if best == 0 and noun not in _GENERIC else value)
     return ", ".join(p.strip() for p in parts if p.strip())
 
 
@@ -156,6 +174,7 @@ def attributed(subject: str, values: str) -> str:
     if not subject:
         return values[:1].upper() + values[1:]
     lowered = values.lower()
-    if subject.lower() in lowered:
+    named = subject.lower().split(" ", 1)[-1]  # "order A-1042": the id is enough
+    if subject.lower() in lowered or named in lowered:
         return values[:1].upper() + values[1:]
     return f"{subject[:1].upper()}{subject[1:]}: {values}"
