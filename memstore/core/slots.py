@@ -54,7 +54,12 @@ COMPACTION_RATIO = 0.2
 #: short hash of the whole.
 MAX_SLOT_CHARS = 120
 #: Content words that name a slot without an attribute: enough to recognise it in a listing.
-SLUG_WORDS = 3
+SLUG_WORDS = 2
+#: Hex digits of the hash that tells facts with the same first words apart (24 bits): keys
+#: cost tokens in every listing and model input, so no more than that.
+DIGEST_CHARS = 6
+#: A fact line that starts with its speaker (``User: ...``): the key names the subject already.
+_SPEAKER = re.compile(r"^[A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}:\s+")
 
 
 PERSON_WROTE = "written by a person or the application"
@@ -96,15 +101,16 @@ def slot_key(subject: str, attribute: str, text: str = "") -> str:
 
     ``fact:<subject>:<attribute>`` when the extractor named an attribute (a newer fact about
     it supersedes the older); otherwise the fact is its own slot, named by its first content
-    words and a short hash of all of them (``fact:user:sister-maria-moved-lisbon~3f2a9c01``),
+    words and a short hash of all of them (``fact:user:sister-maria~3f2a9c``),
     so the same fact said again, in any punctuation, lands on the same key. Past
     :data:`MAX_SLOT_CHARS` the slot is clipped and made unique by a hash of the whole.
     """
     if attribute.strip():
         slot = f"{_slug(subject)}:{_slug(attribute)}"
     else:
-        words = content_words(text)
-        digest = hashlib.sha256(" ".join(sorted(set(words))).encode()).hexdigest()[:8]
+        words = content_words(_SPEAKER.sub("", text, count=1))
+        digest = hashlib.sha256(" ".join(sorted(set(words))).encode()).hexdigest()
+        digest = digest[:DIGEST_CHARS]
         slot = f"{_slug(subject)}:{_slug(' '.join(words[:SLUG_WORDS]))}~{digest}"
     if len(slot) > MAX_SLOT_CHARS:
         digest = hashlib.sha256(slot.encode()).hexdigest()[:10]
