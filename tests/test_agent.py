@@ -439,3 +439,33 @@ async def test_reasoning_items_go_back_verbatim_with_store_false(store: MemorySt
     assert carried == [reasoning]  # stored and sent back byte for byte, blob included
     stored = next(i for i in await agent.memory.items() if i.item_type == "reasoning")
     assert stored.content == "The user wants the recall key."  # what summaries read
+
+
+async def test_end_consolidates_a_scoped_conversation(store: MemoryStore) -> None:
+    standin = StandInModel()
+    chatter = "That sounds lovely; tell me more whenever you like, I am happy to listen to it all."
+    for _ in range(4):
+        standin.queue(say(chatter))
+    agent = await Agent.open(
+        store,
+        "trip",
+        client=standin.client(),
+        model=MODEL,
+        scope=SCOPE,
+        summarizer=ExtractiveSummarizer(),
+        estimator=WordEstimator(),
+    )
+    assert agent.memory.scope == SCOPE
+    await agent.run_turn("My sister Maria moved to Lisbon and I am flying there on March 14.")
+    assert (await store.session_info("trip")).scope == SCOPE
+    for _ in range(3):
+        await agent.run_turn("Nothing much else to say today, we just talked about the weather.")
+    report = await agent.end()
+    assert report is not None and report.number == 1 and report.written
+    entries = await store.ltm.list(scope=SCOPE, prefix="fact:")
+    assert entries and all(e.source and e.source["session"] == "trip" for e in entries)
+    assert await agent.end() is not None  # a second end writes nothing
+    assert len(await store.ltm.list(scope=SCOPE, prefix="fact:")) == len(entries)
+
+    unscoped = await Agent.open(store, "plain", client=StandInModel().client(), model=MODEL)
+    assert unscoped.memory.scope is None and await unscoped.end() is None
