@@ -143,6 +143,7 @@ class SessionMemory(Consolidating):
             long_term=long_term,
             snapshot=self._snapshot_checked,
             scope=self.scope,
+            fixed_ltm_budget=ltm_budget is not None,
         )
 
     @property
