@@ -295,3 +295,13 @@ async def test_purge_deletes_derived_entries_only_when_asked(any_store: MemorySt
     await any_store.purge("s1", with_derived=True)
     left = await any_store.ltm.list(scope=SCOPE)
     assert [e.key for e in left] == ["fact:kept-by-person"]
+
+
+async def test_an_import_with_a_bad_scope_is_refused(any_store: MemoryStore) -> None:
+    await said(any_store, "s1", CONVERSATION[:2])
+    records = copied(await any_store.export_session("s1"), "s1-copy")
+    records[0]["scope"] = "not a scope"
+    with pytest.raises(ValidationError) as refused:
+        await any_store.import_session(records)
+    assert refused.value.field == "record 1.scope"
+    assert [info.id for info in await any_store.sessions()] == ["s1"]
