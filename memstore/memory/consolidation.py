@@ -4,7 +4,7 @@
 consolidation of the session, in this order, with no transaction open between the steps:
 
 1. take the session's lease, the one compactions take (waiting for a compaction that holds
-   it, up to :data:`LEASE_WAIT_S`), and keep it alive with a heartbeat;
+   it, up to :data:`LEASE_WAIT_S_FACTOR` lease times), and keep it alive with a heartbeat;
 2. read the items no earlier run consumed (after a compaction: only those that left working
    memory);
 3. extract facts from them (:data:`Extractor`: the offline :class:`OfflineExtractor` by
