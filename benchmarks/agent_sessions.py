@@ -71,17 +71,34 @@ def _order(rng: random.Random) -> tuple[str, list[str], str, dict[str, Any], str
     carrier = _pick(rng, "DHL", "DPD", "UPS", "Royal Mail", "FedEx", "Evri")
     eta = _date(rng)
     name, args = _pick(rng, "lookup_order", "get_order_status", "track_order"), {"order_id": order}
-    result = rng.choice([
-        json.dumps({"order_id": order, "status": status, "carrier": carrier, "eta": eta}),
-        json.dumps({"order": {"id": order, "state": status, "shipping": {"carrier": carrier, "estimated_delivery": eta}}}),
-        f"Order {order}: {status} via {carrier}, estimated delivery {eta}.",
-    ])  # fmt: skip
-    question = _pick(rng, f"Where is order {order}?", f"Any news on my order {order}?",
-                     f"Can you check the status of {order} for me?",
-                     f"My parcel {order} hasn't arrived, what's going on?")  # fmt: skip
-    reply = _pick(rng, f"Your order {order} is {status} with {carrier}; it should arrive by {eta}.",
-                  f"{carrier} has it: {status}, expected {eta}.",
-                  f"Good news, it is {status}. The carrier is {carrier} and the estimate is {eta}.")  # fmt: skip
+    result = rng.choice(
+        [
+            json.dumps({"order_id": order, "status": status, "carrier": carrier, "eta": eta}),
+            json.dumps(
+                {
+                    "order": {
+                        "id": order,
+                        "state": status,
+                        "shipping": {"carrier": carrier, "estimated_delivery": eta},
+                    }
+                }
+            ),
+            f"Order {order}: {status} via {carrier}, estimated delivery {eta}.",
+        ]
+    )
+    question = _pick(
+        rng,
+        f"Where is order {order}?",
+        f"Any news on my order {order}?",
+        f"Can you check the status of {order} for me?",
+        f"My parcel {order} hasn't arrived, what's going on?",
+    )
+    reply = _pick(
+        rng,
+        f"Your order {order} is {status} with {carrier}; it should arrive by {eta}.",
+        f"{carrier} has it: {status}, expected {eta}.",
+        f"Good news, it is {status}. The carrier is {carrier} and the estimate is {eta}.",
+    )
     return order, [status, carrier, eta], name, args, result, question, reply
 
 
@@ -92,15 +109,33 @@ def _flight(rng: random.Random) -> tuple[str, list[str], str, dict[str, Any], st
     status = _pick(rng, "on time", "delayed", "boarding", "gate changed")
     name = _pick(rng, "flight_status", "get_flight")
     args = {"flight": flight, "date": _date(rng)}
-    result = rng.choice([
-        f"{flight}: gate {gate}, boarding {boards}, status {status}",
-        json.dumps({"flight": flight, "gate": gate, "boarding_time": boards, "status": status, "terminal": rng.randint(1, 5)}),
-        f"Flight {flight} is {status}. Passengers board at {boards} from gate {gate}.",
-    ])  # fmt: skip
-    question = _pick(rng, f"Which gate does {flight} leave from?", f"Is flight {flight} on time?",
-                     f"When do we board {flight}?", f"Can you look up {flight} today?")  # fmt: skip
-    reply = _pick(rng, f"{flight} is {status}, gate {gate}, boarding at {boards}.",
-                  f"It boards at {boards} from {gate} ({status}).")  # fmt: skip
+    result = rng.choice(
+        [
+            f"{flight}: gate {gate}, boarding {boards}, status {status}",
+            json.dumps(
+                {
+                    "flight": flight,
+                    "gate": gate,
+                    "boarding_time": boards,
+                    "status": status,
+                    "terminal": rng.randint(1, 5),
+                }
+            ),
+            f"Flight {flight} is {status}. Passengers board at {boards} from gate {gate}.",
+        ]
+    )
+    question = _pick(
+        rng,
+        f"Which gate does {flight} leave from?",
+        f"Is flight {flight} on time?",
+        f"When do we board {flight}?",
+        f"Can you look up {flight} today?",
+    )
+    reply = _pick(
+        rng,
+        f"{flight} is {status}, gate {gate}, boarding at {boards}.",
+        f"It boards at {boards} from {gate} ({status}).",
+    )
     return flight, [gate, boards], name, args, result, question, reply
 
 
@@ -111,12 +146,25 @@ def _weather(rng: random.Random) -> tuple[str, list[str], str, dict[str, Any], s
         _pick(rng, "light rain", "sunny", "overcast", "snow showers", "fog"),
     )
     name, args = _pick(rng, "get_weather", "forecast"), {"city": city, "units": "metric"}
-    result = rng.choice([
-        json.dumps({"location": city, "temp_c": int(temp), "conditions": cond, "wind_kmh": rng.randint(0, 60)}),
-        f"{city} now: {temp}°C, {cond}, humidity {rng.randint(20, 99)}%",
-    ])  # fmt: skip
-    question = _pick(rng, f"What's the weather like in {city}?", f"Do I need an umbrella in {city} today?",
-                     f"How warm is it in {city} right now?")  # fmt: skip
+    result = rng.choice(
+        [
+            json.dumps(
+                {
+                    "location": city,
+                    "temp_c": int(temp),
+                    "conditions": cond,
+                    "wind_kmh": rng.randint(0, 60),
+                }
+            ),
+            f"{city} now: {temp}°C, {cond}, humidity {rng.randint(20, 99)}%",
+        ]
+    )
+    question = _pick(
+        rng,
+        f"What's the weather like in {city}?",
+        f"Do I need an umbrella in {city} today?",
+        f"How warm is it in {city} right now?",
+    )
     reply = _pick(
         rng, f"It's {temp} degrees and {cond} in {city}.", f"{cond.capitalize()}, {temp}°C."
     )
@@ -130,13 +178,25 @@ def _stock(rng: random.Random) -> tuple[str, list[str], str, dict[str, Any], str
         _pick(rng, "Leeds", "Bristol", "Rotterdam", "Lyon", "Dublin"),
     )
     name, args = _pick(rng, "check_stock", "inventory_lookup"), {"sku": sku}
-    result = rng.choice([
-        json.dumps({"sku": sku, "warehouses": [{"site": site, "on_hand": int(units)}], "reorder_level": 50}),
-        f"sku={sku} on_hand={units} site={site} reserved={rng.randint(0, 20)}",
-        f"There are {units} units of {sku} at {site}.",
-    ])  # fmt: skip
-    question = _pick(rng, f"How many {sku} do we have left?", f"Is {sku} in stock?",
-                     f"Stock level for {sku}, please.")  # fmt: skip
+    result = rng.choice(
+        [
+            json.dumps(
+                {
+                    "sku": sku,
+                    "warehouses": [{"site": site, "on_hand": int(units)}],
+                    "reorder_level": 50,
+                }
+            ),
+            f"sku={sku} on_hand={units} site={site} reserved={rng.randint(0, 20)}",
+            f"There are {units} units of {sku} at {site}.",
+        ]
+    )
+    question = _pick(
+        rng,
+        f"How many {sku} do we have left?",
+        f"Is {sku} in stock?",
+        f"Stock level for {sku}, please.",
+    )
     reply = _pick(rng, f"{units} units at {site}.", f"We have {units} of {sku} in {site}.")
     return sku, [units, site], name, args, result, question, reply
 
@@ -150,12 +210,25 @@ def _ticket(rng: random.Random) -> tuple[str, list[str], str, dict[str, Any], st
         f"[{_date(rng)} 10:{rng.randint(10, 59)}] note added by agent, customer notified."
         for _ in range(rng.randint(2, 5))
     )
-    result = rng.choice([
-        json.dumps({"id": ticket, "status": status, "assignee": {"name": owner, "team": "Tier 2"}, "history": log}),
-        f"Ticket {ticket}\nStatus: {status}\nAssignee: {owner}\nHistory: {log}",
-    ])  # fmt: skip
-    question = _pick(rng, f"Who is handling {ticket}?", f"What's the status of ticket {ticket}?",
-                     f"Has anyone picked up {ticket} yet?")  # fmt: skip
+    result = rng.choice(
+        [
+            json.dumps(
+                {
+                    "id": ticket,
+                    "status": status,
+                    "assignee": {"name": owner, "team": "Tier 2"},
+                    "history": log,
+                }
+            ),
+            f"Ticket {ticket}\nStatus: {status}\nAssignee: {owner}\nHistory: {log}",
+        ]
+    )
+    question = _pick(
+        rng,
+        f"Who is handling {ticket}?",
+        f"What's the status of ticket {ticket}?",
+        f"Has anyone picked up {ticket} yet?",
+    )
     reply = _pick(
         rng, f"{owner} has it; it's {status}.", f"Ticket {ticket} is {status}, assigned to {owner}."
     )
@@ -180,8 +253,12 @@ def _meeting(rng: random.Random) -> tuple[str, list[str], str, dict[str, Any], s
     result = json.dumps(
         {"events": [{"title": title.title(), "start": start, "room": room, "organizer": "ops"}]}
     )
-    question = _pick(rng, f"When is the {title}?", f"Where's the {title} happening?",
-                     f"Can you find the {title} in my calendar?")  # fmt: skip
+    question = _pick(
+        rng,
+        f"When is the {title}?",
+        f"Where's the {title} happening?",
+        f"Can you find the {title} in my calendar?",
+    )
     reply = _pick(rng, f"The {title} is on {start} in {room}.", f"{start}, {room}.")
     return title, [start, room], name, args, result, question, reply
 
@@ -190,8 +267,11 @@ def _fx(rng: random.Random) -> tuple[str, list[str], str, dict[str, Any], str, s
     base, quote = rng.sample(["EUR", "USD", "GBP", "JPY", "CHF", "SEK"], 2)
     rate = f"{rng.uniform(0.5, 2.0):.4f}"
     name, args = _pick(rng, "fx_rate", "exchange_rate"), {"base": base, "quote": quote}
-    result = _pick(rng, json.dumps({"pair": f"{base}{quote}", "rate": float(rate), "as_of": _date(rng)}),
-                   f"1 {base} = {rate} {quote}")  # fmt: skip
+    result = _pick(
+        rng,
+        json.dumps({"pair": f"{base}{quote}", "rate": float(rate), "as_of": _date(rng)}),
+        f"1 {base} = {rate} {quote}",
+    )
     question = _pick(
         rng, f"What's the {base} to {quote} rate?", f"How much is one {base} in {quote}?"
     )
@@ -200,16 +280,19 @@ def _fx(rng: random.Random) -> tuple[str, list[str], str, dict[str, Any], str, s
 
 
 def _person(rng: random.Random) -> tuple[str, list[str], str, dict[str, Any], str, str, str]:
-    person = f"{_pick(rng, 'Dana', 'Ravi', 'Lena', 'Kofi', 'Marta', 'Jonas')} {_pick(rng, 'Whitfield', 'Okafor', 'Lindqvist', 'Moreau', 'Tanaka')}"
+    first = _pick(rng, "Dana", "Ravi", "Lena", "Kofi", "Marta", "Jonas")
+    person = f"{first} {_pick(rng, 'Whitfield', 'Okafor', 'Lindqvist', 'Moreau', 'Tanaka')}"
     ext, office = (
         str(rng.randint(1000, 9999)),
         _pick(rng, "Building C", "the Leeds office", "floor 3"),
     )
     name, args = "staff_directory", {"name": person}
-    result = rng.choice([
-        json.dumps({"name": person, "extension": ext, "office": office, "title": "Engineer"}),
-        f"{person} | ext {ext} | {office}",
-    ])  # fmt: skip
+    result = rng.choice(
+        [
+            json.dumps({"name": person, "extension": ext, "office": office, "title": "Engineer"}),
+            f"{person} | ext {ext} | {office}",
+        ]
+    )
     question = _pick(rng, f"What's {person}'s extension?", f"How do I reach {person}?")
     reply = _pick(
         rng,
@@ -388,12 +471,19 @@ def summarizer_time(items: int = 1000, repeats: int = 5) -> dict[str, float]:
                 role, kind = kinds[raw.get("type") or raw["role"]]
                 built.append(
                     MemoryItem(
-                        id=str(len(built)), session_id="timing", seq=len(built) + 1,
-                        role=role, kind=kind, priority=priority, content=derived_text(raw),
-                        timestamp=datetime.now(UTC), estimated_tokens=0, payload=raw,
+                        id=str(len(built)),
+                        session_id="timing",
+                        seq=len(built) + 1,
+                        role=role,
+                        kind=kind,
+                        priority=priority,
+                        content=derived_text(raw),
+                        timestamp=datetime.now(UTC),
+                        estimated_tokens=0,
+                        payload=raw,
                         call_id=raw.get("call_id"),
                     )
-                )  # fmt: skip
+                )
     built = built[:items]
     count = TiktokenEstimator().count
     summarizer = ExtractiveSummarizer()
@@ -428,12 +518,16 @@ def report(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def print_report(rows: list[dict[str, Any]], timing: dict[str, float]) -> None:
     print(f"\nTool-using agent sessions (generated, {len(KINDS)} kinds of task, varied wording)")
-    print(f"{'session':<12}{'limits':>10}{'tasks':>6}{'compactions':>12}{'kept':>6}"
-          f"{'forgotten':>10}{'of those kept':>14}{'truncation':>11}{'open':>6}{'errors':>7}")  # fmt: skip
+    print(
+        f"{'session':<12}{'limits':>10}{'tasks':>6}{'compactions':>12}{'kept':>6}"
+        f"{'forgotten':>10}{'of those kept':>14}{'truncation':>11}{'open':>6}{'errors':>7}"
+    )
     for row in rows:
-        print(f"{row['session']:<12}{row['limits']:>10}{row['tasks']:>6}{row['compactions']:>12}"
-              f"{row['kept']:>6}{row['forgotten']:>10}{row['forgotten_kept']:>14}"
-              f"{row['truncation_kept']:>11}{row['presented_open']:>6}{row['summary_errors']:>7}")  # fmt: skip
+        print(
+            f"{row['session']:<12}{row['limits']:>10}{row['tasks']:>6}{row['compactions']:>12}"
+            f"{row['kept']:>6}{row['forgotten']:>10}{row['forgotten_kept']:>14}"
+            f"{row['truncation_kept']:>11}{row['presented_open']:>6}{row['summary_errors']:>7}"
+        )
     for limits, total in report(rows).items():
         ratio = total["over_truncation"]
         print(
@@ -444,8 +538,10 @@ def print_report(rows: list[dict[str, Any]], timing: dict[str, float]) -> None:
             + f"); answered questions presented as open: {total['presented_open']}; "
             f"summary errors: {total['summary_errors']}"
         )
-    print(f"summarizer time for a {timing['items']}-item compaction: "
-          f"{timing['median_s'] * 1000:.1f} ms (median of 5)")  # fmt: skip
+    print(
+        f"summarizer time for a {timing['items']}-item compaction: "
+        f"{timing['median_s'] * 1000:.1f} ms (median of 5)"
+    )
 
 
 async def main_async(seeds: int, tasks: int) -> list[dict[str, Any]]:

@@ -67,6 +67,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import agent_sessions  # beside this file
+
 from memstore import ExtractiveSummarizer, MemoryLimits, MemoryStore, TiktokenEstimator
 from memstore.core.search_terms import STOPWORDS
 from memstore.core.values import ITEM_OVERHEAD_TOKENS
@@ -137,6 +139,7 @@ def chitchat_conversations(
     max_turns: int,
     questions: int,
     skip: int = 0,
+    dated: bool = True,
 ) -> list[Conversation]:
     """The ``count`` longest pairs' talks, each pair's as one conversation of whole sessions
     (up to ``max_turns`` turns: LoCoMo's conversations run to 300-700)."""
@@ -155,7 +158,8 @@ def chitchat_conversations(
         conv = Conversation(f"chitchat-{number}")
         for talk in talks:
             day = datetime.fromisoformat(talk["start"].replace("Z", "+00:00"))
-            session = [("developer", session_marker(day.day, day.month, day.year))]
+            marker = ("developer", session_marker(day.day, day.month, day.year))
+            session = [marker] if dated else []
             for turn in talk["messages"]:
                 role = "user" if turn[0]["sender"] == first else "assistant"
                 text = " ".join(m["text"].strip() for m in turn if m["text"].strip())
@@ -598,6 +602,13 @@ def main() -> None:
         "--skip", type=int, default=0, help="leave out the N longest pairs (held-out data)"
     )
     parser.add_argument(
+        "--undated", action="store_true", help="no session date markers (as before them)"
+    )
+    parser.add_argument(
+        "--agent-sessions", type=int, default=6, help="generated tool-using sessions (0: none)"
+    )
+    parser.add_argument("--agent-tasks", type=int, default=40, help="tasks per agent session")
+    parser.add_argument(
         "--sittings",
         action="store_true",
         help="one scoped session per sitting, consolidated at its end; questions asked in a "
@@ -618,6 +629,7 @@ def main() -> None:
             max_turns=args.max_turns,
             questions=args.questions,
             skip=args.skip,
+            dated=not args.undated,
         )
     if args.sittings:
         result = report_sittings(dataset, asyncio.run(run_sittings(conversations, limits)), limits)
@@ -627,10 +639,19 @@ def main() -> None:
             print_sittings(result)
         return
     result = report(dataset, asyncio.run(run(conversations, limits)), limits)
+    agents: list[dict[str, Any]] = []
+    timing: dict[str, float] = {}
+    if args.agent_sessions:
+        agents = asyncio.run(agent_sessions.main_async(args.agent_sessions, args.agent_tasks))
+        timing = agent_sessions.summarizer_time()
     if args.json:
+        result["agent_sessions"] = {"rows": agents, "totals": agent_sessions.report(agents)}
+        result["summarizer_time"] = timing
         print(json.dumps(result, indent=2))
-    else:
-        print_report(result)
+        return
+    print_report(result)
+    if agents:
+        agent_sessions.print_report(agents, timing)
 
 
 if __name__ == "__main__":

@@ -96,7 +96,12 @@ MIN_REQUEST_WORDS = 3
 #: of a long turn, not all of it.
 MAX_STATEMENT_WORDS = 20
 _CONSTRAINT_OPENERS = _words("never always don't dont only avoid must")
-_DIRECTED = re.compile(r"^(please )?(do not|make sure)\b|\b(you|we) must\b|\bmust not\b", re.I)
+_DIRECTED = re.compile(
+    r"^(please )?(do not|make sure)\b|\b(you|we) must (?!be\b)|\bmust not\b", re.I
+)
+#: A rule about something else ("the deploy must never run on Fridays"): a modal of
+#: obligation with "never" or "not", or "must" before a verb other than "be".
+_RULE = re.compile(r"\bmust(n't| not| never)\b|\bshould never\b|\bmust (?!be\b)[a-z]+", re.I)
 _NOT_IMPERATIVE = FIRST_PERSON | _words(
     "you you're your he she they it it's its this that that's these those there there's "
     "the a an his her their yes no yeah what's he's she's they're we"
@@ -229,6 +234,8 @@ def is_constraint(sentence: str) -> bool:
     """An instruction that limits what may be done: it opens with the limit (``Never ...``,
     ``Only ...``, ``Make sure ...``) or tells someone what they must do (``you must``)."""
     if _DIRECTED.search(sentence):
+        return True
+    if _RULE.search(sentence) and first_word(sentence) not in FIRST_PERSON:
         return True
     words = [w.strip(",.!:;").lower() for w in sentence.split()]
     first = first_word(sentence)
