@@ -151,18 +151,37 @@ def derived_note(derived: list[LongTermEntry], deleted: bool) -> None:
 
 @click.command("purge")
 @click.argument("session_id", metavar="SESSION")
+@click.option(
+    "--with-forks",
+    is_flag=True,
+    help="Also delete the forks that hold copies of its history (and their forks).",
+)
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @with_derived_option
 @click.pass_context
-def purge_session(ctx: click.Context, session_id: str, yes: bool, with_derived: bool) -> None:
-    """Delete SESSION and everything recorded about it."""
+def purge_session(
+    ctx: click.Context, session_id: str, with_forks: bool, yes: bool, with_derived: bool
+) -> None:
+    """Delete SESSION and everything recorded about it (and its forks, if asked).
+
+    A fork holds a copy of the history it started with: while SESSION has forks, purge
+    refuses and lists them, unless --with-forks deletes them too. Long-term entries
+    consolidated from it are listed and kept, unless --with-derived deletes them too.
+    """
+
+    forks: list[str] = []
+    if with_forks:
+        forks = run_with_store(ctx, lambda store: store.forks(session_id), read_only=True)
     if not yes:
-        click.confirm(f"Delete session {session_id} and its whole history?", abort=True)
+        also = f", its forks ({', '.join(forks)})" if forks else ""
+        click.confirm(f"Delete session {session_id}{also} and its whole history?", abort=True)
 
     async def purge(store: MemoryStore) -> tuple[int, list[LongTermEntry]]:
         derived = await store.derived_entries(session_id)
-        return await store.purge(session_id, with_derived=with_derived), derived
+        deleted = await store.purge(session_id, with_forks=with_forks, with_derived=with_derived)
+        return deleted, derived
 
     items, derived = run_with_store(ctx, purge)
-    click.echo(f"purged session {session_id} ({items} items)")
+    also = f" and its forks {', '.join(forks)}" if forks else ""
+    click.echo(f"purged session {session_id}{also} ({items} items)")
     derived_note(derived, with_derived and bool(derived))

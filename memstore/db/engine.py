@@ -211,6 +211,25 @@ class Database:
         if self._closed:
             raise StorageError("the store is closed")
 
+    def release(self) -> None:
+        """Stop this database's threads without waiting for them: for a store dropped
+        unclosed, or closed where no event loop can await :meth:`close`.
+
+        Writes queued so far still commit; later calls are refused. The threads close their
+        connections as they end.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        if self._forked():
+            return  # the threads are the parent's
+        writer, self._writer = self._writer, None
+        readers, self._readers = self._readers, None
+        if writer is not None:
+            writer.close()
+        if readers is not None:
+            readers.stop()
+
     async def close(self) -> None:
         """Finish queued writes, then close every connection; later calls are refused."""
         if self._closed:

@@ -138,7 +138,12 @@ sessions = Table(
     Column("base_version", Integer, nullable=False, server_default="0"),
     Column("base_summary", Text, nullable=True),
     Column("base_summary_tokens", Integer, nullable=True),
-    # The long-term scope the session belongs to (migration 0009; NULL: none).
+    # A fork's parent and the parent's version it started at (NULL: not a fork; see
+    # memstore.db.fork). Not a foreign key: the fork holds its own copy of that history.
+    Column("parent_id", String(128), nullable=True),
+    Column("parent_version", Integer, nullable=True),
+    Index("ix_sessions_parent_id", "parent_id"),
+    # The long-term scope the session belongs to (migration 0011; NULL: none).
     Column("scope", String(128), nullable=True),
     Index("ix_sessions_scope", "scope"),
 )
@@ -181,6 +186,7 @@ _REMOVED = text("removed_by IS NOT NULL")
 #: Keyed items: only they are looked up by key, or can conflict (migration 0005).
 _KEYED = text("idempotency_key IS NOT NULL")
 #: Calls and outputs: an output's call is looked up by call_id (migration 0007).
+_HANDLED = text("handle IS NOT NULL")
 _LINKED = text("call_id IS NOT NULL")
 
 items = Table(
@@ -209,6 +215,12 @@ items = Table(
     # A carried Responses item's JSON text, exactly as given (NULL: a text item).
     Column("payload", Text, nullable=True),
     Column("call_id", String(200), nullable=True),
+    # A fork's copy: the id of the item first copied (shared by every copy of the passage).
+    Column("origin_id", String(36), nullable=True),
+    # Who added it, the turn it belongs to, until when a call waits (migration 0010).
+    Column("handle", String(64), nullable=True),
+    Column("turn", Integer, nullable=True),
+    Column("pending_until", Float, nullable=True),
     UniqueConstraint("session_id", "seq"),
     ForeignKeyConstraint(
         ["session_id", "removed_by"],
@@ -226,6 +238,7 @@ items = Table(
         sqlite_where=_KEYED,
     ),
     Index("ix_items_call_id", "session_id", "call_id", sqlite_where=_LINKED),
+    Index("ix_items_handle", "session_id", "handle", "seq", sqlite_where=_HANDLED),
 )
 
 
@@ -253,6 +266,7 @@ summaries = Table(
     Column("content", Text, nullable=False),
     Column("estimated_tokens", Integer, nullable=False),
     Column("created_version", Integer, nullable=False),
+    Column("origin_id", Integer, nullable=True),  # a fork's copy: the summary first copied
     ForeignKeyConstraint(
         ["session_id", "compaction_number"],
         ["compactions.session_id", "compactions.number"],
@@ -273,7 +287,7 @@ ltm_entries = Table(
     Column("updated_at", UTCDateTime, nullable=False),
     Column("expires_at", UTCDateTime, nullable=True),
     # Where this version came from when consolidation wrote it; NULL: a person or the
-    # application wrote it, and consolidation never overwrites it (migration 0009).
+    # application wrote it, and consolidation never overwrites it (migration 0011).
     Column("source", JSONDocument, nullable=True),
     PrimaryKeyConstraint("scope", "key"),
     # `ltm prune` and the visibility filter look for expired rows.
@@ -294,7 +308,27 @@ ltm_history = Table(
     UniqueConstraint("scope", "key", "version"),
 )
 
-#: One row per committed consolidation run, with its report (migration 0009).
+#: Per model request an agent made with a session's memory: what memstore counted (memory,
+#: instructions, tools) and the input tokens the model reported (memstore.core.input_counts).
+input_counts = Table(
+    "input_counts",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column(
+        "session_id",
+        String(128),
+        ForeignKey("sessions.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("session_version", Integer, nullable=False),
+    Column("model", String(200), nullable=False),
+    Column("estimated_tokens", Integer, nullable=False),
+    Column("reported_tokens", Integer, nullable=False),
+    Column("recorded_at", UTCDateTime, nullable=False),
+    Index("ix_input_counts_session_id", "session_id", "id"),
+)
+
+#: One row per committed consolidation run, with its report (migration 0011).
 consolidations = Table(
     "consolidations",
     metadata,

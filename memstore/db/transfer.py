@@ -136,6 +136,10 @@ def _check_semantics(kind: str, values: dict[str, Any], where: str) -> None:
     if kind == "session":
         validate_session_id(values["id"])
         RecordedEstimator(values["estimator"])  # a known estimator name
+        if (values.get("parent_id") is None) != (values.get("parent_version") is None):
+            raise ValidationError(f"{where}.parent_id", "a fork names its parent and version")
+        if values.get("parent_id") is not None:
+            validate_session_id(values["parent_id"], f"{where}.parent_id")
         if values.get("scope") is not None:
             validate_scope(values["scope"], f"{where}.scope")
     elif kind == "item":

@@ -1,4 +1,10 @@
-"""What a session handle does with its scope: consolidate into it.
+"""What a session handle does with its scope: recall across it, consolidate into it.
+
+A handle opened with ``scope="user:alice"`` belongs to that long-term scope (its first append
+records it): the scope comes first among its ``ltm_scopes``, its recall spans the scope's
+other sessions (:mod:`memstore.memory.cross_session_recall`), and ``consolidate()`` (and,
+unless ``consolidate=False``, every compaction it commits) distils what it said into the
+scope's entries (:mod:`memstore.memory.consolidation`).
 
 :class:`Consolidating` is a base of :class:`~memstore.memory.session.SessionMemory`; it keeps
 the consolidation machinery (:mod:`memstore.memory.consolidation`, which loads the fact
@@ -7,7 +13,10 @@ extractor) out of a handle until one is asked for, so ``memstore show`` never lo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from memstore.core.ltm_entries import validate_scope, validate_scopes
 
 if TYPE_CHECKING:
     from memstore.config import Settings
@@ -30,6 +39,21 @@ class Consolidating:
     extractor: Extractor | None
     _db: Database
     _consolidator: Consolidator | None = None
+
+    @staticmethod
+    def scoping(scope: str | None, extractor: Extractor | None) -> tuple[str | None, Any]:
+        """The handle's scope (validated) and extractor."""
+        return (None if scope is None else validate_scope(scope)), extractor
+
+    def scoped_ltm_scopes(self, ltm_scopes: Iterable[str]) -> tuple[str, ...]:
+        """The handle's long-term scopes: its own first, then ``ltm_scopes``."""
+        others = validate_scopes(ltm_scopes)
+        return others if self.scope is None else validate_scopes([self.scope, *others])
+
+    def scope_observers(self, consolidate: bool) -> list[Callable[[CompactionReport], Any]]:
+        """The compaction observers a handle starts with: a scoped one consolidates what each
+        compaction removes (unless ``consolidate`` is false)."""
+        return [self._consolidate_removed] if self.scope is not None and consolidate else []
 
     async def consolidate(self, *, dry_run: bool = False) -> ConsolidationReport | None:
         """Distil what the session said into long-term entries of its scope (one run of

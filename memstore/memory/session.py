@@ -12,12 +12,8 @@ A compaction that fails after the append committed is logged, not raised: the it
 stored (raising would invite a duplicate retry), ``build_model_input`` stays bounded, and
 the next append tries again.
 
-A handle opened with ``ltm_scopes`` adds the "Relevant memories" message (long-term entries,
-``memstore.memory.long_term``) to its model input, right after the summary. Its tokens count
-against the hard limit: the message gets at most ``ltm_budget`` tokens and working memory the rest.
-One opened with ``recall_budget`` likewise adds the passages of its own history that best match the
-newest user message (:mod:`memstore.render.recall`). A handle with a ``scope`` also recalls from its
-scope's other sessions, and consolidates into the scope (:mod:`memstore.memory.consolidation`).
+The model input (``ltm_scopes``' memories, recalled passages, working memory, all within the
+hard limit) is :mod:`memstore.memory.model_input`'s; a ``scope``, :mod:`memstore.memory.scoped`'s.
 """
 
 from __future__ import annotations
@@ -28,12 +24,12 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memstore.config import fault_point
-from memstore.core.ltm_entries import memory_budget, validate_scope, validate_scopes
+from memstore.core.ltm_entries import memory_budget
 from memstore.core.policy import CompactionPlan, Snapshot
 from memstore.core.search_terms import SearchHit, SearchScope, search_terms, validate_limit
 from memstore.core.summarizers import Summarizer
 from memstore.core.tokens import TokenEstimator
-from memstore.core.validation import validate_idempotency_key, validate_text
+from memstore.core.validation import validate_handle, validate_idempotency_key, validate_text
 from memstore.core.values import (
     DEFAULT_KIND,
     CompactionReport,
@@ -61,7 +57,7 @@ from memstore.memory.compactor import Compactor
 from memstore.memory.item_batch import new_items
 from memstore.memory.model_input import InputSources, assemble
 from memstore.memory.scoped import Consolidating
-from memstore.memory.worker import Worker
+from memstore.memory.worker import Worker, new_handle_id
 
 if TYPE_CHECKING:
     from memstore.config import Settings
@@ -78,8 +74,8 @@ Observer = Callable[[CompactionReport], Any]
 class SessionMemory(Consolidating):
     """One session's working memory, as seen by one worker.
 
-    The handle keeps no state beyond its configuration: every call reads or writes the
-    database, so any number of handles in any number of processes see one session.
+    Stateless beyond its configuration: every call reads or writes the database, so handles in
+    any number of processes see one session. Its items record its id (:mod:`memstore.core.turns`).
     """
 
     def __init__(
@@ -96,30 +92,27 @@ class SessionMemory(Consolidating):
         ltm_scopes: Iterable[str] = (),
         ltm_budget: int | None = None,
         recall_budget: int | None = None,
+        handle: str | None = None,
         scope: str | None = None,
         consolidate: bool = True,
         extractor: Extractor | None = None,
     ) -> None:
         self.session_id = session_id
-        #: The long-term scope the session belongs to (recorded by its first append).
-        self.scope = None if scope is None else validate_scope(scope)
-        self.extractor = extractor
+        self.handle = new_handle_id() if handle is None else validate_handle(handle)
+        self.scope, self.extractor = self.scoping(scope, extractor)
         self.settings = settings
         self.worker = worker
         self._long_term = long_term
         self.limits = limits
         self.estimator = estimator
         self.summarizer = summarizer
-        others = validate_scopes(ltm_scopes)  # a scoped session's own scope comes first
-        self.ltm_scopes = others if self.scope is None else validate_scopes([self.scope, *others])
+        self.ltm_scopes = self.scoped_ltm_scopes(ltm_scopes)
         self.ltm_budget = memory_budget(ltm_budget, limits)
         #: Set: every model input recalls (``None``: only when asked, with the default).
         self.recall_budget = (
             None if recall_budget is None else memory_budget(recall_budget, limits, "recall_budget")
         )
-        self._observers: list[Observer] = []
-        if self.scope is not None and consolidate:
-            self._observers.append(self._consolidate_removed)
+        self._observers: list[Observer] = self.scope_observers(consolidate)
         self._db = database
         self._compactor = Compactor(
             database=database,
@@ -195,6 +188,7 @@ class SessionMemory(Consolidating):
             # Counted before the transaction: tokenizing must not lengthen the write lock.
             estimated_tokens=self.estimator.count(text),
             idempotency_key=validate_idempotency_key(idempotency_key),
+            handle=self.handle,
         )
         result = await appends.append(
             self._db, self.session_id, self.estimator.name, self.limits, new, self.scope
@@ -230,19 +224,14 @@ class SessionMemory(Consolidating):
             The stored items, in order.
 
         Raises:
-            ValidationError: an item is not a JSON object, has an unknown ``type``, is over
-                the size limit, or is an output whose call is not in the session (``field``
-                names it, e.g. ``items[2].call_id``); nothing was written.
+            ValidationError: what the Responses API refuses, an item over the size limit, or an
+                output for a call answered already or of another kind; ``field`` names it.
         """
         key = validate_idempotency_key(idempotency_key)
         news = new_items(
-            items,
-            priority,
-            key,
-            frozenset(decisions),
-            max_bytes=self.settings.max_item_bytes,
-            count=self.estimator.count,
-        )
+            items, priority, key, frozenset(decisions), max_bytes=self.settings.max_item_bytes,
+            count=self.estimator.count, handle=self.handle, wait_seconds=self.settings.pending_s,
+        )  # fmt: skip
         if not news:
             return []
         result = await appends.append_batch(
@@ -252,16 +241,17 @@ class SessionMemory(Consolidating):
         return list(result.items)
 
     async def pop_item(self) -> MemoryItem | None:
-        """Take back the newest active item and return it (``None``: working memory is empty).
+        """Take back the newest active item this handle added (never another handle's), return
+        it (``None``: none); its row keeps the fate ``popped`` (a compaction, trigger ``pop``)."""
+        host, handle = self.worker.host, self.handle
+        done = await rewind.pop_item(self._db, self.session_id, self.limits, host, handle)
+        if done is not None:
+            await self._notify(done.report)
+        return None if done is None else done.items[0]
 
-        Nothing is deleted: the row keeps the fate ``popped``, recorded as a compaction of
-        its own (trigger ``pop``), so the audit shows what was taken back and when.
-        """
-        done = await rewind.pop_item(self._db, self.session_id, self.limits, self.worker.host)
-        if done is None:
-            return None
-        await self._notify(done.report)
-        return done.items[0]
+    async def end_pending(self) -> None:
+        """This handle is done: its calls wait no more (a late output is still stored)."""
+        await rewind.end_pending(self._db, self.session_id, self.handle)
 
     async def clear(self) -> CompactionReport | None:
         """Take every active item and the summary out of working memory, on the record.
@@ -442,6 +432,15 @@ class SessionMemory(Consolidating):
         if snap is None:
             raise SessionNotFoundError(self.session_id)
         return snap
+
+    async def record_input_count(self, model: str, estimated: int, reported: int) -> None:
+        """Record memstore's count of one model request beside the model's ``input_tokens``
+        (:mod:`memstore.core.input_counts`); ``memstore show`` sums them up."""
+        from memstore.core.input_counts import InputCount
+        from memstore.db import request_counts
+
+        count = InputCount(0, model, estimated, reported)
+        await request_counts.record(self._db, self.session_id, count)
 
     def add_observer(
         self, callback: Observer | Callable[[CompactionReport], Awaitable[Any]]

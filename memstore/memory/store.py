@@ -6,14 +6,12 @@ The per-session work (append, compaction, model input) lives in :mod:`memstore.m
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import os
 import socket
 import uuid
-from collections.abc import Generator, Iterable, Mapping
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
-from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -26,13 +24,14 @@ from memstore.core.values import (
 )
 from memstore.db import Database, open_database, reads
 from memstore.db.migrate import ensure_schema
-from memstore.errors import CorruptDatabaseError, SessionNotFoundError, VersionConflictError
+from memstore.errors import CorruptDatabaseError, SessionNotFoundError
+from memstore.memory.history_actions import HistoryActions
 
 # What a method needs only when it runs is imported there: a CLI command (``memstore show``)
 # loads the store without the compaction machinery, replay, audits or long-term memory.
 if TYPE_CHECKING:
+    from memstore.core.input_counts import CountFit
     from memstore.core.invariants import Violation
-    from memstore.core.ltm_entries import LongTermEntry
     from memstore.core.search_terms import SearchHit
     from memstore.core.summarizers import Summarizer
     from memstore.core.tokens import TokenEstimator
@@ -42,7 +41,7 @@ if TYPE_CHECKING:
     from memstore.memory.session import SessionMemory
 
 
-class MemoryStore:
+class MemoryStore(HistoryActions):
     """A memstore database: many sessions, shared safely by many processes.
 
     Open with ``store = await MemoryStore.open(url_or_path)`` or
@@ -147,6 +146,7 @@ class MemoryStore:
         ltm_scopes: Iterable[str] = (),
         ltm_budget: int | None = None,
         recall_budget: int | None = None,
+        handle: str | None = None,
         scope: str | None = None,
         consolidate: bool = True,
         extractor: Extractor | None = None,
@@ -165,6 +165,9 @@ class MemoryStore:
             recall_budget: Recall by default: every ``build_model_input`` adds what left
                 working memory and best matches the newest user message, in at most this
                 many tokens, counted against the hard limit (see :mod:`memstore.render.recall`).
+            handle: The handle's id, recorded on every item it adds (a fresh one by
+                default): give the same id to handles that stand for one writer (one agent
+                run reopened on another event loop); see :mod:`memstore.core.turns`.
             scope: The long-term scope the session belongs to (``user:alice``), recorded by
                 its first append: its entries come first among the memories, its recall spans
                 the scope's sessions, and ``consolidate()`` writes there.
@@ -172,8 +175,8 @@ class MemoryStore:
             extractor: Finds facts for consolidation (default: the offline extractor).
 
         Raises:
-            ValidationError: a bad session id or scope; ``ltm_budget`` or ``recall_budget``
-                not in 1..hard-1.
+            ValidationError: a bad session id, scope or handle; ``ltm_budget`` or
+                ``recall_budget`` not in 1..hard-1.
         """
         from memstore.core.summarizers import ExtractiveSummarizer
         from memstore.core.tokens import TiktokenEstimator
@@ -191,6 +194,7 @@ class MemoryStore:
             ltm_scopes=ltm_scopes,
             ltm_budget=ltm_budget,
             recall_budget=recall_budget,
+            handle=handle,
             scope=scope,
             consolidate=consolidate,
             extractor=extractor,
@@ -207,8 +211,8 @@ class MemoryStore:
         """A handle on an *existing* session, with the estimator and limits it recorded.
 
         This is what operator tools use: they must count the way the session was counted.
-        The handle has the session's recorded scope; ``ltm_scopes`` and ``recall_budget`` are
-        as for :meth:`session` (they are not recorded per session).
+        ``ltm_scopes`` and ``recall_budget`` are as for :meth:`session` (they are not
+        recorded per session).
 
         Raises:
             SessionNotFoundError: no such session.
@@ -325,77 +329,28 @@ class MemoryStore:
 
         return await load_history(self._db, validate_session_id(session_id))
 
-    async def export_session(self, session_id: str) -> list[dict[str, Any]]:
-        """The session's rows as JSON-ready records (write one per line for JSON Lines).
+    async def fork(
+        self, session_id: str, new_session_id: str, *, at: int | None = None, **handle: Any
+    ) -> SessionMemory:
+        """A new session that starts as ``session_id`` was at version ``at`` (the latest by
+        default): :func:`memstore.memory.branches.fork_ledger`. Returns its handle, as
+        :meth:`attach` gives (``handle``: its ``summarizer``, ``ltm_scopes``, ...)."""
+        from memstore.memory.branches import fork_ledger
 
-        Raises:
-            SessionNotFoundError: no such session.
-        """
-        from memstore.db import transfer
+        info = await fork_ledger(self._db, session_id, new_session_id, at)
+        return await self.attach(info.id, **handle)
 
-        return await transfer.export_records(self._db, validate_session_id(session_id))
+    async def forks(self, session_id: str) -> list[str]:
+        """The session's forks, and theirs, nearest first."""
+        from memstore.memory.branches import forks_of
 
-    async def import_session(self, records: Iterable[Mapping[str, Any]]) -> str:
-        """Insert an exported session, in one transaction; return its id.
+        return await forks_of(self._db, session_id)
 
-        Raises:
-            ValidationError: a malformed record (nothing written).
-            ConflictError: a session with that id exists here already (nothing written).
-        """
-        from memstore.db import transfer
+    async def input_counts(self, session_id: str) -> CountFit | None:
+        """How memstore's counts of an agent's requests compared with the model's."""
+        from memstore.memory.branches import count_fit
 
-        return await transfer.import_records(self._db, records)
-
-    async def prune(
-        self,
-        session_id: str,
-        *,
-        before_version: int | None = None,
-        before: datetime | None = None,
-        with_derived: bool = False,
-    ) -> tuple[int, int]:
-        """Delete compactions committed before a version (or time) and the items they removed.
-
-        The working memory is untouched and the remaining history still replays and verifies.
-        Long-term entries consolidated from the deleted items stay unless ``with_derived``
-        (:meth:`derived_entries` lists them).
-
-        Returns:
-            (compactions deleted, items deleted).
-        """
-        from memstore.db import prune as pruning
-
-        sid = validate_session_id(session_id)
-        done = await pruning.prune(self._db, sid, before_version=before_version, before_time=before)
-        if with_derived:
-            await self._forget(await self.derived_entries(sid, deleted_items_only=True))
-        return done
-
-    async def purge(self, session_id: str, *, with_derived: bool = False) -> int:
-        """Delete a session and its whole history; return how many items were deleted.
-
-        Long-term entries consolidated from it stay unless ``with_derived``."""
-        from memstore.db import prune as pruning
-
-        derived = await self.derived_entries(session_id) if with_derived else []
-        deleted = await pruning.purge(self._db, validate_session_id(session_id))
-        await self._forget(derived)
-        return deleted
-
-    async def derived_entries(
-        self, session_id: str, *, deleted_items_only: bool = False
-    ) -> list[LongTermEntry]:
-        """Live long-term entries whose current version consolidation derived from the session
-        (``deleted_items_only``: from items of it that no longer exist, after a prune)."""
-        from memstore.db import consolidation_runs as runs
-
-        sid, now = validate_session_id(session_id), self.ltm.clock()
-        return await runs.derived_entries(self._db, sid, now, deleted_items_only)
-
-    async def _forget(self, entries: Iterable[LongTermEntry]) -> None:
-        for entry in entries:  # each delete is recorded in the entry's history
-            with contextlib.suppress(VersionConflictError):  # rewritten since: not derived now
-                await self.ltm.delete(entry.key, scope=entry.scope, expected_version=entry.version)
+        return await count_fit(self._db, session_id)
 
     async def close(self) -> None:
         """Close the store's connections."""
