@@ -1,20 +1,25 @@
 """Memory fidelity on conversations no one here wrote: truncation, compaction, recall.
 
 Each conversation is appended, turn by turn, to a memstore session with the store's defaults
-(limits 1500 / 900 / keep 4, exact o200k_base counts, the extractive summarizer). Then every
-question is asked at the end, and three model inputs of the same token budget (the hard
-limit) are compared:
+(limits 1500 / 900 / keep 4, exact o200k_base counts, the extractive summarizer); each of its
+sessions opens with a developer note that dates it (``--undated``: none). Then every question
+is asked at the end, and four model inputs are compared:
 
 * **truncation**: the newest turns that fit the hard limit (each counted as memstore counts
   an item: its tokens + 4), what an agent without memory management sends;
+* **truncation, same tokens**: the newest turns that fit what the compacted input weighs;
 * **compaction**: memstore's ``build_model_input()``: the summary plus working memory;
 * **compaction + recall**: ``build_model_input(recall=QUESTION)``, with the default
   ``recall_budget`` (``hard - target``) inside the same hard limit.
 
-A question counts as answered by an input when its evidence is there: every evidence turn
-word for word (white space and case aside), in an item, the summary or the recalled block.
-That is generous to no one: a summary that paraphrased the evidence does not count, and
-neither does an input that happens to contain the answer's words elsewhere.
+Two measures, side by side. **Word for word**: every evidence turn is in the input (white
+space and case aside), in an item, the summary or the recalled block; a summary that kept the
+telling sentence of a turn does not count. **Answer words**: the share of the answer's
+content words that the input holds anywhere.
+
+Then tool-using agent sessions (:mod:`agent_sessions`, generated) are compacted several times
+at hard 1200 / target 800 and at the defaults, and the extractive summarizer is timed on a
+1,000-item fold (``--agent-sessions 0`` skips both).
 
 Data (fetched at run time, never committed):
 
@@ -32,7 +37,7 @@ Data (fetched at run time, never committed):
   question/answer pairs and their evidence turns (category 5, the unanswerable ones, is
   left out).
 
-    python benchmarks/fidelity.py [--conversations 10] [--questions 30] [--json]
+    python benchmarks/fidelity.py [--conversations 10] [--questions 30] [--skip N] [--json]
     python benchmarks/fidelity.py --sittings   # across a user's sessions (below)
     python benchmarks/fidelity.py --locomo data/locomo10.json
 

@@ -298,6 +298,8 @@ class ExtractiveSummarizer:
         digest.questions += [q for q in found.open_questions if q.text.lower() not in known]
         digest.objective = found.objective
         digest.said_on = found.said_on
+        if not digest.render().strip():
+            return SummaryText.nothing()  # nothing worth keeping: an answer, not a failure
         budget = self.max_tokens if max_tokens is None else max_tokens
         if self.max_tokens is not None:
             budget = min(budget if budget is not None else self.max_tokens, self.max_tokens)
@@ -306,7 +308,8 @@ class ExtractiveSummarizer:
             DEFAULT_MAX_TOKENS if budget is None else budget,
             count_tokens or self.estimator.count,
         )
-        return text if text else SummaryText.nothing()
+        # "" when not one line fits the room: the compaction records that it had no summary.
+        return text
 
 
 @dataclass(eq=False)
