@@ -482,6 +482,7 @@ async def test_end_consolidates_a_scoped_conversation(store: MemoryStore) -> Non
         scope=SCOPE,
         summarizer=ExtractiveSummarizer(),
         estimator=WordEstimator(),
+        limits=MemoryLimits(hard=1500, target=900, keep_recent=4),
     )
     assert agent.memory.scope == SCOPE
     await agent.run_turn("My sister Maria moved to Lisbon and I am flying there on March 14.")
@@ -495,5 +496,7 @@ async def test_end_consolidates_a_scoped_conversation(store: MemoryStore) -> Non
     assert await agent.end() is not None  # a second end writes nothing
     assert len(await store.ltm.list(scope=SCOPE, prefix="fact:")) == len(entries)
 
-    unscoped = await Agent.open(store, "plain", client=StandInModel().client(), model=MODEL)
+    unscoped = await Agent.open(
+        store, "plain", client=StandInModel().client(), model=MODEL, limits=MemoryLimits()
+    )
     assert unscoped.memory.scope is None and await unscoped.end() is None
