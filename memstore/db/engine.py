@@ -43,6 +43,7 @@ from memstore.db.connection import (
 )
 from memstore.db.driver_errors import DriverError, connection_failure, translate_errors
 from memstore.db.readers import ReaderThreads
+from memstore.db.search_index import index_pending
 from memstore.db.writer import DAMAGED, SqliteWriter
 from memstore.errors import (
     CorruptDatabaseError,
@@ -194,7 +195,10 @@ class Database:
         if self._writer is None:
             with self._lock:  # two threads must not each start one
                 if self._writer is None:
-                    self._writer = SqliteWriter(self.sync_engine, self._damage)
+                    # The search index of items catches up between writes, never in them.
+                    self._writer = SqliteWriter(
+                        self.sync_engine, self._damage, maintenance=index_pending
+                    )
         return self._writer
 
     def _reader_pool(self) -> ReaderThreads:

@@ -143,7 +143,7 @@ sessions = Table(
     Column("parent_id", String(128), nullable=True),
     Column("parent_version", Integer, nullable=True),
     Index("ix_sessions_parent_id", "parent_id"),
-    # The long-term scope the session belongs to (migration 0011; NULL: none).
+    # The long-term scope the session belongs to (migration 0012; NULL: none).
     Column("scope", String(128), nullable=True),
     Index("ix_sessions_scope", "scope"),
 )
@@ -287,7 +287,7 @@ ltm_entries = Table(
     Column("updated_at", UTCDateTime, nullable=False),
     Column("expires_at", UTCDateTime, nullable=True),
     # Where this version came from when consolidation wrote it; NULL: a person or the
-    # application wrote it, and consolidation never overwrites it (migration 0011).
+    # application wrote it, and consolidation never overwrites it (migration 0012).
     Column("source", JSONDocument, nullable=True),
     PrimaryKeyConstraint("scope", "key"),
     # `ltm prune` and the visibility filter look for expired rows.
@@ -328,7 +328,7 @@ input_counts = Table(
     Index("ix_input_counts_session_id", "session_id", "id"),
 )
 
-#: One row per committed consolidation run, with its report (migration 0011).
+#: One row per committed consolidation run, with its report (migration 0012).
 consolidations = Table(
     "consolidations",
     metadata,

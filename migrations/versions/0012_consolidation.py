@@ -16,8 +16,8 @@ Plain ADD COLUMN on both backends, never a batch rebuild: rebuilding ``sessions`
 would cascade into every item, and rebuilding ``ltm_entries`` would renumber the rowids its
 full-text index points at.
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0012
+Revises: 0011_item_index
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0011"
-down_revision = "0010"
+revision = "0012"
+down_revision = "0011_item_index"
 branch_labels = None
 depends_on = None
 
