@@ -467,3 +467,36 @@ async def test_open_fits_the_limits_to_the_instructions_and_tools(store: MemoryS
     )
     assert agent.memory.limits == expected
     assert agent.max_output_tokens == 500
+
+
+async def test_end_consolidates_a_scoped_conversation(store: MemoryStore) -> None:
+    standin = StandInModel()
+    chatter = "That sounds lovely; tell me more whenever you like, I am happy to listen to it all."
+    for _ in range(4):
+        standin.queue(say(chatter))
+    agent = await Agent.open(
+        store,
+        "trip",
+        client=standin.client(),
+        model=MODEL,
+        scope=SCOPE,
+        summarizer=ExtractiveSummarizer(),
+        estimator=WordEstimator(),
+        limits=MemoryLimits(hard=1500, target=900, keep_recent=4),
+    )
+    assert agent.memory.scope == SCOPE
+    await agent.run_turn("My sister Maria moved to Lisbon and I am flying there on March 14.")
+    assert (await store.session_info("trip")).scope == SCOPE
+    for _ in range(3):
+        await agent.run_turn("Nothing much else to say today, we just talked about the weather.")
+    report = await agent.end()
+    assert report is not None and report.number == 1 and report.written
+    entries = await store.ltm.list(scope=SCOPE, prefix="fact:")
+    assert entries and all(e.source and e.source["session"] == "trip" for e in entries)
+    assert await agent.end() is not None  # a second end writes nothing
+    assert len(await store.ltm.list(scope=SCOPE, prefix="fact:")) == len(entries)
+
+    unscoped = await Agent.open(
+        store, "plain", client=StandInModel().client(), model=MODEL, limits=MemoryLimits()
+    )
+    assert unscoped.memory.scope is None and await unscoped.end() is None
