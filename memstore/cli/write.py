@@ -168,7 +168,10 @@ def compact_session(ctx: click.Context, session_id: str, dry_run: bool, as_json:
 
     async def run(store: MemoryStore) -> CompactionPlan | CompactionReport | None:
         memory = await store.attach(session_id)
-        return await (memory.plan_compaction() if dry_run else memory.compact())
+        if dry_run:
+            return await memory.plan_compaction()
+        # An operator is told at once who is compacting (LeaseHeldError), not kept waiting.
+        return await memory.compact(wait=False)
 
     outcome = run_with_store(ctx, run)
     if isinstance(outcome, CompactionPlan):
