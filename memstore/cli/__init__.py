@@ -46,6 +46,7 @@ COMMANDS = {
 OPTION_FIELDS = {
     "db": "'--db' / MEMSTORE_DB",
     "at": "'--at'",
+    "before": "'--before'",
     "hard": "'--hard-limit'",
     "target": "'--target-limit'",
     "keep_recent": "'--keep-recent'",
@@ -56,6 +57,7 @@ OPTION_FIELDS = {
     "limit": "'--limit'",
     "recall": "'--recall'",
     "prefix": "'--prefix'",
+    "query": "QUERY",
     "ttl": "'--ttl'",
     "idempotency_key": "'--idempotency-key'",
     "expected_version": "'--expect-version'",

@@ -28,6 +28,9 @@ from memstore.errors import ConfigurationError, KindRoleMismatchError, Validatio
 ITEM_OVERHEAD_TOKENS = 4
 #: The summary costs 12 tokens beyond its text: its framing and the "historical context" notice.
 SUMMARY_OVERHEAD_TOKENS = 12
+#: The largest limit: sessions store their limits in integer columns, and PostgreSQL's
+#: ``integer`` ends here (a larger one would fail inside the driver at the first append).
+MAX_LIMIT = 2**31 - 1
 
 
 class MemoryKind(enum.StrEnum):
@@ -221,15 +224,15 @@ class MemoryLimits:
     summarize_every: int | None = None
 
     def __post_init__(self) -> None:
-        require_int("hard", self.hard, minimum=1)
-        require_int("target", self.target, minimum=1)
-        require_int("keep_recent", self.keep_recent, minimum=0)
+        require_int("hard", self.hard, minimum=1, maximum=MAX_LIMIT)
+        require_int("target", self.target, minimum=1, maximum=MAX_LIMIT)
+        require_int("keep_recent", self.keep_recent, minimum=0, maximum=MAX_LIMIT)
         if self.target >= self.hard:
             raise ConfigurationError(
                 "target", f"must be below hard ({self.hard}), got {self.target}"
             )
         if self.summarize_every is not None:
-            require_int("summarize_every", self.summarize_every, minimum=1)
+            require_int("summarize_every", self.summarize_every, minimum=1, maximum=MAX_LIMIT)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> MemoryLimits:

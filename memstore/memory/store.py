@@ -322,13 +322,19 @@ class MemoryStore:
     async def import_session(self, records: Iterable[Mapping[str, Any]]) -> str:
         """Insert an exported session, in one transaction; return its id.
 
+        The records are untrusted: token counts are recounted with the session's recorded
+        estimator, and a ledger ``memstore check`` would refuse is refused (counters, fates,
+        negative numbers, limits); item content may be as large as this store's
+        ``max_item_bytes`` (:mod:`memstore.core.import_checks`).
+
         Raises:
-            ValidationError: a malformed record (nothing written).
+            ValidationError: a malformed record or an inconsistent ledger, naming the record
+                and field (``record 7.estimated_tokens``); nothing written.
             ConflictError: a session with that id exists here already (nothing written).
         """
         from memstore.db import transfer
 
-        return await transfer.import_records(self._db, records)
+        return await transfer.import_records(self._db, records, self.settings.max_item_bytes)
 
     async def prune(
         self,

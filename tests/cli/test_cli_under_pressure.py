@@ -124,9 +124,7 @@ def test_60_columns_keep_every_figure(worked: Path) -> None:
     assert code == 0
     assert all(len(line) <= 60 for line in reports.splitlines())
     assert "65" in reports and "52" in reports  # before and after tokens, uncut
-    shown, code = run_in_terminal(
-        ["--db", str(worked), "show", "incident-42", "--all"], columns=60
-    )
+    shown, code = run_in_terminal(["--db", str(worked), "show", "incident-42", "--all"], columns=60)
     assert code == 0 and all(len(line) <= 60 for line in shown.splitlines())
     # The content column stays wide enough to read words, not five characters.
     assert "fraud-service" in shown.replace("\n", " ") or "fraud-" in shown

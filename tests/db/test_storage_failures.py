@@ -22,7 +22,9 @@ def leftovers(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.iterdir())
 
 
-def in_mount_namespace(options: str, mountpoint: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def in_mount_namespace(
+    options: str, mountpoint: Path, *args: str
+) -> subprocess.CompletedProcess[str]:
     """``memstore ARGS`` inside a user + mount namespace where ``mountpoint`` is a fresh tmpfs
     mounted with ``options`` (no root needed; the mount vanishes with the process)."""
     if UNSHARE is None or subprocess.run([UNSHARE, "-rm", "true"]).returncode != 0:

@@ -66,9 +66,7 @@ async def test_search_is_confined_to_the_pinned_scope(store: MemoryStore) -> Non
     await seed(store)
     async with mcp_client(store, scope="user:alice") as client:
         found = tool_text(await client.call_tool("search", {"query": "postgres database"}))
-        elsewhere = await client.call_tool(
-            "search", {"query": "postgres", "scope": "user:bob"}
-        )
+        elsewhere = await client.call_tool("search", {"query": "postgres", "scope": "user:bob"})
     assert "payments database" in found and "billing" not in found
     assert elsewhere.is_error and "confined to scope 'user:alice'" in tool_text(elsewhere)
 
@@ -87,9 +85,7 @@ async def test_search_of_one_session_and_bad_arguments(store: MemoryStore) -> No
 
 
 @pytest.mark.parametrize("address", ["127.0.0.2:0", "127.0.0.1:0", "localhost:0"])
-async def test_every_token_less_address_refuses_a_foreign_host(
-    db_path: Path, address: str
-) -> None:
+async def test_every_token_less_address_refuses_a_foreign_host(db_path: Path, address: str) -> None:
     with http_server(db_path, address, None) as url:
         url = url.replace("localhost", "127.0.0.1")
         rebound = await post_initialize(url, {"Host": "evil.example"})
