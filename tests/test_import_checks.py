@@ -198,3 +198,22 @@ async def test_a_deeply_nested_payload_in_a_record_is_refused_by_name(store: Mem
     with pytest.raises(ValidationError) as refused:
         await store.import_session(records)
     assert refused.value.field.startswith(f"record {number}.payload")
+
+
+@pytest.mark.parametrize("hard", [10**30, 2**31])
+async def test_a_limit_past_the_integer_columns_is_refused_at_construction(hard: int) -> None:
+    from memstore import ConfigurationError
+
+    with pytest.raises(ConfigurationError) as refused:
+        MemoryLimits(hard=hard, target=10)
+    assert refused.value.field == "hard"
+
+
+@pytest.mark.parametrize("before", [10**20, -1, "5", 2.5])
+async def test_prune_refuses_a_version_it_cannot_compare(store: MemoryStore, before: Any) -> None:
+    await add_worked_example(store)
+    before_counts = await table_counts(store)
+    with pytest.raises(ValidationError) as refused:
+        await store.prune("incident-42", before_version=before)
+    assert refused.value.field == "before"
+    assert await table_counts(store) == before_counts

@@ -104,3 +104,16 @@ async def test_fences_in_a_summary_are_escaped(any_store: MemoryStore) -> None:
     whole = "\n".join(str(e.get("content")) for e in model_input)
     assert whole.count("<memories>") == 1 and whole.count("</memories>") == 1
     assert whole.count("<recalled>") <= 1 and whole.count("</recalled>") <= 1
+
+
+@pytest.mark.parametrize("limit", ["x", float("nan"), 2.5, True])
+async def test_get_items_refuses_a_limit_that_is_not_an_integer(
+    store: MemoryStore, limit: object
+) -> None:
+    from memstore import ValidationError
+
+    session = MemstoreSession(store.session("sdk", estimator=WordEstimator()))
+    await session.add_items([{"role": "user", "content": "hi"}])
+    with pytest.raises(ValidationError) as refused:
+        await session.get_items(limit=limit)  # type: ignore[arg-type]
+    assert refused.value.field == "limit"

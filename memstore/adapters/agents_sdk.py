@@ -33,6 +33,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from memstore.core.units import valid_input
+from memstore.errors import ValidationError
 from memstore.memory.store import MemoryStore
 from memstore.render.input import item_message
 
@@ -128,9 +129,14 @@ class MemstoreSession:
         Args:
             limit: How many of the newest items; ``None`` takes the session settings'
                 ``limit`` (all if unset); ``0`` or less gives ``[]``.
+
+        Raises:
+            ValidationError: ``limit`` is not an integer (``"x"``, ``nan``, ``2.5``).
         """
         if limit is None and self.session_settings is not None:
             limit = getattr(self.session_settings, "limit", None)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+            raise ValidationError("limit", f"must be an integer or None, got {limit!r}")
         if limit is not None and limit <= 0:
             return []
         items = await (await self.memory()).build_model_input()
