@@ -38,6 +38,7 @@ from memstore.db.connection import (
     normalize_url,
     prepare_sqlite_file,
     read_only_uri,
+    remove_new_database,
     sqlite_engine,
     sqlite_path,
 )
@@ -49,6 +50,7 @@ from memstore.errors import (
     MemstoreError,
     ReadOnlyDatabaseError,
     StorageError,
+    StorageFullError,
 )
 
 if TYPE_CHECKING:
@@ -91,6 +93,9 @@ class Database:
             add_postgresql_options()  # the models' PostgreSQL-only options (see there)
         self._in_memory = in_memory
         self.read_only = read_only
+        #: The SQLite file this open created (``None``: it existed): if the open fails
+        #: before the schema is in place, the file is removed again.
+        self.created_path: Path | None = None
         self._writer: SqliteWriter | None = None
         self._readers: ReaderThreads | None = None
         self._pid = os.getpid()
@@ -276,9 +281,16 @@ def open_database(
     path = sqlite_path(url)
     if path is None:
         return Database(sqlite_engine(None, settings), settings, in_memory=True)
-    prepare_sqlite_file(path, create=create and not read_only)
+    created = prepare_sqlite_file(path, create=create and not read_only)
     if read_only:
         engine = sqlite_engine(path, settings, uri=read_only_uri(path))
         return Database(engine, settings, read_only=True)
-    enable_wal(path, settings.busy_timeout_s)
-    return Database(sqlite_engine(Path(path), settings), settings)
+    try:
+        enable_wal(path, settings.busy_timeout_s)
+    except StorageFullError:
+        if created:  # no room to finish it: leave nothing behind (module docstring)
+            remove_new_database(path)
+        raise
+    database = Database(sqlite_engine(Path(path), settings), settings)
+    database.created_path = path if created else None
+    return database

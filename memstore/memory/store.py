@@ -24,8 +24,9 @@ from memstore.core.values import (
     SessionInfo,
 )
 from memstore.db import Database, open_database, reads
+from memstore.db.connection import remove_new_database
 from memstore.db.migrate import ensure_schema
-from memstore.errors import CorruptDatabaseError, SessionNotFoundError
+from memstore.errors import CorruptDatabaseError, SessionNotFoundError, StorageFullError
 
 # What a method needs only when it runs is imported there: a CLI command (``memstore show``)
 # loads the store without the compaction machinery, replay, audits or long-term memory.
@@ -119,8 +120,12 @@ class MemoryStore:
                 if damage:
                     raise CorruptDatabaseError(f"quick_check found the file damaged ({damage[0]})")
             await ensure_schema(database, upgrade=options.upgrade and not options.read_only)
-        except BaseException:
+        except BaseException as error:
             await database.close()
+            # Made by this open, which found no room to finish it: leave nothing behind. (Any
+            # other failure, a lock above all, may mean another process is creating it too.)
+            if database.created_path is not None and isinstance(error, StorageFullError):
+                await asyncio.to_thread(remove_new_database, database.created_path)
             raise
         return cls(database, settings)
 
