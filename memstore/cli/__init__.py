@@ -9,6 +9,8 @@ or a bad value of an option or argument found deeper down (:data:`OPTION_FIELDS`
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from typing import Any
 
 import click
@@ -116,6 +118,12 @@ class MemstoreGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except BrokenPipeError:
+            # The reader went away (`| head -1`) with what it wanted: a quiet success. Standard
+            # output now goes nowhere, so the interpreter's last flush cannot fail loudly.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            ctx.exit(0)
         except ValidationError as error:
             hint = OPTION_FIELDS.get(error.field)
             if hint is None:
