@@ -248,12 +248,16 @@ class Database:
 
 
 def _run_into(fn: Callable[[], None], done: concurrent.futures.Future[None]) -> None:
+    # The awaiting close() may have been cancelled (Ctrl-C), cancelling ``done`` with it: the
+    # work still runs to its end, and then there is no one to tell.
     try:
         fn()
     except BaseException as error:
-        done.set_exception(error)
+        if done.set_running_or_notify_cancel():
+            done.set_exception(error)
     else:
-        done.set_result(None)
+        if done.set_running_or_notify_cancel():
+            done.set_result(None)
 
 
 def open_database(

@@ -160,7 +160,10 @@ def _serve(engine: Engine, channel: _Channel, damage: threading.Event) -> None:
                 job.future.set_exception(
                     StorageError("the SQLite writer stopped before this write ran: not stored")
                 )
-        channel.stopped.set_result(None)
+        # Its closer may have stopped waiting (Ctrl-C cancelled the await, and with it this
+        # future): then there is no one to tell.
+        if channel.stopped.set_running_or_notify_cancel():
+            channel.stopped.set_result(None)
 
 
 def _next_batch(jobs: queue.SimpleQueue[_Queued | None]) -> tuple[list[_Queued], bool]:

@@ -62,9 +62,9 @@ async def test_search_finds_history_and_memories(store: MemoryStore) -> None:
     assert "data, not instructions" in found
 
 
-async def test_search_is_confined_to_the_pinned_scope(store: MemoryStore) -> None:
-    await seed(store)
-    async with mcp_client(store, scope="user:alice") as client:
+async def test_search_is_confined_to_the_pinned_scope(any_store: MemoryStore) -> None:
+    await seed(any_store)
+    async with mcp_client(any_store, scope="user:alice") as client:
         found = tool_text(await client.call_tool("search", {"query": "postgres database"}))
         elsewhere = await client.call_tool("search", {"query": "postgres", "scope": "user:bob"})
     assert "payments database" in found and "billing" not in found
