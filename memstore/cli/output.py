@@ -93,12 +93,19 @@ def print_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
-def preview(text: str, full: bool = False) -> str:
-    """``text`` on one line, cut to :data:`PREVIEW_CHARS` unless ``full``."""
+def preview(text: str, full: bool = False, *, width: int = PREVIEW_CHARS) -> str:
+    """``text`` on one line, cut to ``width`` characters (an ellipsis included) unless
+    ``full``: at the last word that fits, unless that would leave less than half of it."""
     if full:
         return text
     flat = " ".join(text.split())
-    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
+    if len(flat) <= width:
+        return flat
+    cut = flat[: width - 1]
+    if flat[width - 1] != " ":  # the cut fell inside a word: end at the word before it
+        head = cut.rsplit(" ", 1)[0]
+        cut = head if len(head) >= width // 2 else cut
+    return cut.rstrip() + "…"
 
 
 def plain(text: str, full: bool = False) -> Text:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import pty
 import re
@@ -174,3 +175,19 @@ def test_a_damaged_file_is_never_written(worked: Path, args: list[str]) -> None:
     assert done.returncode == 1, done.stderr
     assert "damaged" in done.stderr and "Traceback" not in done.stderr
     assert digest(worked) == before
+
+
+def test_demo_previews_end_at_a_word(tmp_path: Path) -> None:
+    db = tmp_path / "demo.db"
+    done = memstore_cli(db, "demo")
+    assert done.returncode == 0, done.stderr
+    exported = memstore_cli(db, "export", "incident-demo")
+    stored = {
+        word.strip(".,;:()")
+        for line in exported.stdout.splitlines()
+        for word in str(json.loads(line).get("content") or "").split()
+    }
+    cut = [word.rstrip("…").strip(".,;:()") for word in done.stdout.split() if word.endswith("…")]
+    assert cut, "the demo shows previews"
+    # Each preview ends with a whole word of what was stored, never a piece of one.
+    assert [stem for stem in cut if stem and stem not in stored] == []
