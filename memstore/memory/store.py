@@ -326,12 +326,9 @@ class MemoryStore:
         return await transfer.export_records(self._db, validate_session_id(session_id))
 
     async def import_session(self, records: Iterable[Mapping[str, Any]]) -> str:
-        """Insert an exported session, in one transaction; return its id.
-
-        The records are untrusted: token counts are recounted with the session's recorded
-        estimator, and a ledger ``memstore check`` would refuse is refused (counters, fates,
-        negative numbers, limits); item content may be as large as this store's
-        ``max_item_bytes`` (:mod:`memstore.core.import_checks`).
+        """Insert an exported session, in one transaction; return its id. The records are
+        untrusted: counts are recounted, and a ledger ``memstore check`` would refuse is
+        refused (:mod:`memstore.core.import_checks`); items may reach ``max_item_bytes``.
 
         Raises:
             ValidationError: a malformed record or an inconsistent ledger, naming the record
