@@ -51,6 +51,9 @@ MCP_TOKEN_VARIABLE = "MEMSTORE_MCP_TOKEN"
 MIN_MCP_TOKEN_CHARS = 16
 
 _SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
+#: The largest token limit: sessions store their limits in integer columns, and PostgreSQL's
+#: ``integer`` ends here (a larger one would fail inside the driver at the first append).
+MAX_LIMIT = 2**31 - 1
 
 
 def require_int(

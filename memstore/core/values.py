@@ -1,8 +1,7 @@
 """Plain values: items, enums, limits and compaction reports.
 
-Nothing here does I/O. These are the shapes that flow between the policy, the database layer,
-the summarizers and the CLI.
-"""
+Nothing here does I/O: these are the shapes the policy, the database layer, the summarizers
+and the CLI pass between them."""
 
 from __future__ import annotations
 
@@ -18,6 +17,7 @@ from memstore.config import (
     DEFAULT_HARD_LIMIT,
     DEFAULT_KEEP_RECENT,
     DEFAULT_TARGET_LIMIT,
+    MAX_LIMIT,
     env_int,
     rename_setting,
     require_int,
@@ -28,9 +28,6 @@ from memstore.errors import ConfigurationError, KindRoleMismatchError, Validatio
 ITEM_OVERHEAD_TOKENS = 4
 #: The summary costs 12 tokens beyond its text: its framing and the "historical context" notice.
 SUMMARY_OVERHEAD_TOKENS = 12
-#: The largest limit: sessions store their limits in integer columns, and PostgreSQL's
-#: ``integer`` ends here (a larger one would fail inside the driver at the first append).
-MAX_LIMIT = 2**31 - 1
 
 
 class MemoryKind(enum.StrEnum):

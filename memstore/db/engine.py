@@ -239,6 +239,12 @@ class Database:
         if readers is not None:
             readers.stop()
 
+    async def remove_created_file(self) -> None:
+        """After :meth:`close`: remove the SQLite file this open created (and its ``-wal`` and
+        ``-shm``) unless it has a schema by now; a no-op for a file that existed."""
+        if self.created_path is not None:
+            await asyncio.to_thread(remove_new_database, self.created_path)
+
     async def close(self) -> None:
         """Finish queued writes, then close every connection; later calls are refused."""
         if self._closed:

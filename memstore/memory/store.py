@@ -24,7 +24,6 @@ from memstore.core.values import (
     SessionInfo,
 )
 from memstore.db import Database, open_database, reads
-from memstore.db.connection import remove_new_database
 from memstore.db.migrate import ensure_schema
 from memstore.errors import CorruptDatabaseError, SessionNotFoundError, StorageFullError
 
@@ -123,10 +122,8 @@ class MemoryStore:
             await ensure_schema(database, upgrade=options.upgrade and not options.read_only)
         except BaseException as error:
             await database.close()
-            # Made by this open, which found no room to finish it: leave nothing behind. (Any
-            # other failure, a lock above all, may mean another process is creating it too.)
-            if database.created_path is not None and isinstance(error, StorageFullError):
-                await asyncio.to_thread(remove_new_database, database.created_path)
+            if isinstance(error, StorageFullError):  # not a lock: another may be creating it
+                await database.remove_created_file()  # no room to finish it: leave nothing
             raise
         return cls(database, settings)
 
@@ -331,13 +328,11 @@ class MemoryStore:
         return await transfer.export_records(self._db, validate_session_id(session_id))
 
     async def import_session(self, records: Iterable[Mapping[str, Any]]) -> str:
-        """Insert an exported session, in one transaction; return its id. The records are
-        untrusted: counts are recounted, and a ledger ``memstore check`` would refuse is
-        refused (:mod:`memstore.core.import_checks`); items may reach ``max_item_bytes``.
+        """Insert an exported session, in one transaction; return its id.
 
         Raises:
-            ValidationError: a malformed record or an inconsistent ledger, naming the record
-                and field (``record 7.estimated_tokens``); nothing written.
+            ValidationError: a malformed record, or a ledger ``memstore check`` would refuse
+                (:mod:`memstore.core.import_checks`), naming record and field; nothing written.
             ConflictError: a session with that id exists here already (nothing written).
         """
         from memstore.db import transfer
