@@ -253,21 +253,30 @@ def history_records(
     removed: int, active: int, texts: list[str] | None = None
 ) -> list[dict[str, Any]]:
     """An export of a session with ``removed`` forgotten and ``active`` live items (their
-    ``texts`` in turn, if given; 20 times "word" otherwise)."""
+    ``texts`` in turn, if given; 20 times "word" otherwise), counted in words as an import
+    recounts them: the forgotten ones appended first, then evicted by one compaction, then
+    the live ones appended (a ledger ``memstore check`` and replay verify)."""
     now = datetime.now(UTC).isoformat()
     total = removed + active
+    contents = [
+        texts[(seq - 1) % len(texts)] if texts else " ".join(["word"] * 20)
+        for seq in range(1, total + 1)
+    ]
+    costs = [len(content.split()) + 4 for content in contents]
+    kept_tokens = sum(costs[removed:])
     records: list[dict[str, Any]] = [{
         "type": "session", "format": 1, "id": "h", "version": total + (1 if removed else 0),
         "estimator": "words", "last_seq": total, "active_items": active,
-        "active_tokens": active * 24, "user_turns": 0, "compaction_count": 1 if removed else 0,
+        "active_tokens": kept_tokens, "user_turns": 0, "compaction_count": 1 if removed else 0,
         "summary": None, "summary_tokens": None, "hard_limit": 10**9, "target_limit": 10**8,
         "keep_recent": 4, "lease_token": 0, "created_at": now, "updated_at": now,
     }]  # fmt: skip
     if removed:
         records.append({
             "type": "compaction", "session_id": "h", "number": 1, "snapshot_version": removed,
-            "committed_version": total + 1, "trigger": "manual", "before_tokens": total * 24,
-            "after_tokens": active * 24, "items_dropped": 0, "items_summarized": 0,
+            "committed_version": removed + 1, "trigger": "manual",
+            "before_tokens": sum(costs[:removed]), "after_tokens": 0,
+            "items_dropped": 0, "items_summarized": 0,
             "items_evicted": removed, "summary_action": "kept", "summary_tokens": None,
             "summary_error": None, "summarizer": None, "worker_host": "bench", "worker_pid": 1,
             "started_at": now, "finished_at": now, "summarize_seconds": 0.0, "attempts": 1,
@@ -278,11 +287,11 @@ def history_records(
         records.append({
             "type": "item", "id": str(uuid.uuid4()), "session_id": "h", "seq": seq,
             "role": "user", "kind": "USER_MESSAGE", "priority": 50,
-            "content": texts[(seq - 1) % len(texts)] if texts else " ".join(["word"] * 20),
-            "created_at": now, "estimated_tokens": 20,
+            "content": contents[seq - 1], "created_at": now,
+            "estimated_tokens": costs[seq - 1] - 4,
             "added_version": seq if gone or not removed else seq + 1, "idempotency_key": None,
             "fate": "evicted" if gone else None, "removed_by": 1 if gone else None,
-            "removed_version": total + 1 if gone else None, "version": 2 if gone else 1,
+            "removed_version": removed + 1 if gone else None, "version": 2 if gone else 1,
         })  # fmt: skip
     return records
 

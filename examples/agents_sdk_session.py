@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agents import Agent, Runner, function_tool
+from agents import Agent, Runner, function_tool, set_tracing_disabled
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from memstore import MemoryLimits, MemoryStore
@@ -44,6 +44,9 @@ def scripted_model(turns: int) -> ScriptedModel:
 
 
 async def main(db: Path, turns: int) -> None:
+    # The SDK exports traces to OpenAI by default; offline there is nowhere to send them
+    # (it would print "OPENAI_API_KEY is not set, skipping trace export").
+    set_tracing_disabled(True)
     async with MemoryStore.open(db) as store:
         memory = store.session("orders", limits=MemoryLimits(hard=400, target=250, keep_recent=4))
         memory.add_observer(

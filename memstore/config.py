@@ -51,10 +51,15 @@ MCP_TOKEN_VARIABLE = "MEMSTORE_MCP_TOKEN"
 MIN_MCP_TOKEN_CHARS = 16
 
 _SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
+#: The largest token limit: sessions store their limits in integer columns, and PostgreSQL's
+#: ``integer`` ends here (a larger one would fail inside the driver at the first append).
+MAX_LIMIT = 2**31 - 1
 
 
-def require_int(name: str, value: object, *, minimum: int | None = None) -> int:
-    """Return ``value`` if it is a real int (not a bool) at least ``minimum``.
+def require_int(
+    name: str, value: object, *, minimum: int | None = None, maximum: int | None = None
+) -> int:
+    """Return ``value`` if it is a real int (not a bool) within ``minimum``..``maximum``.
 
     Raises:
         ConfigurationError: naming ``name`` otherwise.
@@ -63,6 +68,8 @@ def require_int(name: str, value: object, *, minimum: int | None = None) -> int:
         raise ConfigurationError(name, f"must be an integer, got {value!r}")
     if minimum is not None and value < minimum:
         raise ConfigurationError(name, f"must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ConfigurationError(name, f"must be <= {maximum}, got {value}")
     return value
 
 

@@ -23,3 +23,5 @@ def test_the_example_compacts_and_prints_the_audit(tmp_path: Path) -> None:
     assert "compaction #1:" in out and "compaction #2:" in out
     assert "forgotten items" in out and "summarized" in out  # memstore show --all
     assert "function_call_output call_0" in out  # the first call's output, on the record
+    # Tracing is off: nothing about exporting traces, on either stream.
+    assert "trace export" not in out + done.stderr and "OPENAI_API_KEY" not in out + done.stderr

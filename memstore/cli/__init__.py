@@ -9,6 +9,8 @@ or a bad value of an option or argument found deeper down (:data:`OPTION_FIELDS`
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from typing import Any
 
 import click
@@ -48,6 +50,7 @@ COMMANDS = {
 OPTION_FIELDS = {
     "db": "'--db' / MEMSTORE_DB",
     "at": "'--at'",
+    "before": "'--before'",
     "hard": "'--hard-limit'",
     "target": "'--target-limit'",
     "keep_recent": "'--keep-recent'",
@@ -58,6 +61,7 @@ OPTION_FIELDS = {
     "limit": "'--limit'",
     "recall": "'--recall'",
     "prefix": "'--prefix'",
+    "query": "QUERY",
     "ttl": "'--ttl'",
     "idempotency_key": "'--idempotency-key'",
     "expected_version": "'--expect-version'",
@@ -121,6 +125,12 @@ class MemstoreGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except BrokenPipeError:
+            # The reader went away (`| head -1`) with what it wanted: a quiet success. Standard
+            # output now goes nowhere, so the interpreter's last flush cannot fail loudly.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            ctx.exit(0)
         except ValidationError as error:
             hint = OPTION_FIELDS.get(error.field)
             if hint is None:

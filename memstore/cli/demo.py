@@ -193,7 +193,7 @@ def _describe(items: list[MemoryItem], ids: dict[str, str], fate: str) -> str:
     chosen = [i for i in items if ids.get(i.id) == fate]
     if not chosen:
         return "none"
-    return "; ".join(f"#{i.seq} {preview(i.content)[:48]}" for i in chosen)
+    return "; ".join(f"#{i.seq} {preview(i.content, width=48)}" for i in chosen)
 
 
 def _report_panel(report: CompactionReport, history: list[MemoryItem]) -> Panel:
@@ -253,13 +253,13 @@ async def run_demo(db: str, session: str | None, out: Console) -> SessionMemory:
             item = await memory.add(role, content, kind=kind, priority=Priority[priority])
             history.append(item)
             total = await memory.estimated_tokens()
-            out.print(
+            head = (
                 f"  +#{item.seq:<3} {kind:<17} {priority:<6} {item.estimated_tokens:>3} "
-                f"tok  total {total:>4}  {preview(content)}",
-                no_wrap=True,
-                overflow="ellipsis",
-                markup=False,
+                f"tok  total {total:>4}  "
             )
+            # Cut to the room the line has, at a word: rich's own crop would cut mid-word.
+            room = max(out.width - len(head), 20)
+            out.print(head + preview(content, width=room), no_wrap=True, markup=False)
             for report in compacted:
                 out.print(_report_panel(report, history))
             compacted.clear()

@@ -6,6 +6,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import click
+from rich import box
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -28,8 +29,21 @@ if TYPE_CHECKING:
     from memstore.db.lease import LeaseHolder
 
 
+#: Below this many columns, tables take a narrow layout: the figures of a row stacked in one
+#: column, and no box lines, so a 60-column terminal still shows every figure and words of
+#: the content instead of a few characters.
+NARROW_COLUMNS = 100
+
+
+def is_narrow() -> bool:
+    """Whether the output is a terminal narrower than :data:`NARROW_COLUMNS`."""
+    return console().width < NARROW_COLUMNS
+
+
 def items_table(title: str, items: list[MemoryItem], *, full: bool, fates: bool) -> Table:
     """A table of items (seq, kind, priority, tokens, content; fate columns if asked)."""
+    if is_narrow():
+        return _narrow_items_table(title, items, full=full, fates=fates)
     table = Table(title=title, title_justify="left", expand=False)
     table.add_column("seq", justify="right", overflow="fold")
     table.add_column("kind")
@@ -44,6 +58,19 @@ def items_table(title: str, items: list[MemoryItem], *, full: bool, fates: bool)
         if fates:
             row += [item.fate.value if item.fate else "", f"#{item.removed_by}"]
         table.add_row(*row, cell(item.content, full))
+    return table
+
+
+def _narrow_items_table(title: str, items: list[MemoryItem], *, full: bool, fates: bool) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("seq", justify="right", no_wrap=True)
+    table.add_column("item", overflow="fold", max_width=24)
+    table.add_column("content", overflow="fold", ratio=1, min_width=20)
+    for item in items:
+        about = f"{kind_label(item)}\n{item.priority.name}, {item.estimated_tokens} tokens"
+        if fates and item.fate:
+            about += f"\n{item.fate.value} by #{item.removed_by}"
+        table.add_row(str(item.seq), Text(about), cell(item.content, full))
     return table
 
 
@@ -191,13 +218,12 @@ def show_session(
 
 def reports_table(reports: list[CompactionReport]) -> Table:
     """One row per compaction report (``--json`` has every field)."""
+    if is_narrow():
+        return _narrow_reports_table(reports)
     table = Table(title="compaction reports", title_justify="left")
     for name in ("#", "trigger", "tokens", "dropped", "summarized", "evicted", "summary", "by"):
         table.add_column(name)
     for r in reports:
-        summary = f"{r.summary_action} ({r.summary_tokens or 0})"
-        if r.summary_error:
-            summary += f"; error: {preview(r.summary_error)}"
         table.add_row(
             str(r.compaction_count),
             r.trigger,
@@ -205,9 +231,37 @@ def reports_table(reports: list[CompactionReport]) -> Table:
             str(r.items_dropped),
             str(r.items_summarized),
             str(r.items_evicted),
-            Text(summary),
+            Text(_summary_cell(r)),
             f"{r.summarizer or '-'} @ {r.worker_host}:{r.worker_pid}"
             + (f", took over {r.took_over_from}'s abandoned lease" if r.took_over_from else ""),
+        )
+    return table
+
+
+def _summary_cell(r: CompactionReport) -> str:
+    summary = f"{r.summary_action} ({r.summary_tokens or 0})"
+    if r.summary_error:
+        summary += f"; error: {preview(r.summary_error)}"
+    return summary
+
+
+def _narrow_reports_table(reports: list[CompactionReport]) -> Table:
+    table = Table(
+        title="compaction reports (d/s/e: dropped, summarized, evicted; --json: all fields)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("tokens", no_wrap=True)
+    table.add_column("d/s/e", no_wrap=True)
+    table.add_column("trigger, summary", overflow="fold", ratio=1)
+    for r in reports:
+        table.add_row(
+            str(r.compaction_count),
+            f"{r.before_tokens}->{r.after_tokens}",
+            f"{r.items_dropped}/{r.items_summarized}/{r.items_evicted}",
+            Text(f"{r.trigger}; summary {_summary_cell(r)}"),
         )
     return table
 

@@ -56,6 +56,8 @@ def parse_json_value(text: str) -> Any:
     """VALUE given with ``--json-value``: strict JSON (no NaN or Infinity), else a usage error."""
     try:
         return json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise click.BadParameter("JSON nested too deeply", param_hint="VALUE") from None
     except ValueError as error:
         raise click.BadParameter(f"not valid JSON ({error})", param_hint="VALUE") from None
 

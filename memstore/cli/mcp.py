@@ -74,13 +74,6 @@ def mcp_serve(
             sock = listen(host, port)
         except OSError as error:
             raise click.ClickException(f"cannot listen on {address}: {error.strerror}") from None
-        bound_host, bound_port = sock.getsockname()[:2]
-        shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-        guard = "bearer token required" if token else "loopback only, no token"
-        click.echo(
-            f"memstore mcp: streamable HTTP on http://{shown}:{bound_port}{ENDPOINT} ({guard})",
-            err=True,
-        )
 
     async def serve(store: MemoryStore) -> None:
         estimator = await new_session_estimator()
@@ -90,6 +83,15 @@ def mcp_serve(
         else:
             from memstore.adapters.mcp.http import serve_http
 
+            # Announced only now, with the database open: a client that reads this line
+            # (a test, a supervisor) never connects to a server that is about to fail.
+            bound_host, bound_port = sock.getsockname()[:2]
+            shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+            guard = "bearer token required" if token else "loopback only, no token"
+            click.echo(
+                f"memstore mcp: streamable HTTP on http://{shown}:{bound_port}{ENDPOINT} ({guard})",
+                err=True,
+            )
             await serve_http(server, sock, token)
 
     try:

@@ -30,11 +30,20 @@ PROGRESS_THRESHOLD = 2000
 PIPED_WIDTH = 10_000
 
 
+class _Console(Console):
+    """rich's console, except that a reader who went away (``| head -1``) is not a failure:
+    rich would exit 1; the command group ends quietly with 0 (:mod:`memstore.cli`)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def console(*, stderr: bool = False) -> Console:
     """A console for people: the terminal's real width on a terminal; piped, rows of any
     length, one record a line (rich drops colour itself when there is no terminal)."""
     width = None if is_terminal(stderr=stderr) else PIPED_WIDTH
-    return Console(highlight=False, soft_wrap=False, stderr=stderr, width=width)
+    return _Console(highlight=False, soft_wrap=False, stderr=stderr, width=width)
 
 
 def is_terminal(*, stderr: bool = False) -> bool:
@@ -56,12 +65,17 @@ def run_with_store(
 ) -> T:
     """Open the ``--db`` store, run ``action(store)``, close it; return what it returned.
 
-    Commands that only read pass ``read_only``: they work on a read-only copy too.
+    Commands that only read pass ``read_only``: they work on a read-only copy too. Every
+    other command is an operator's write, not a hot path: it first checks the file with
+    SQLite's ``quick_check`` (about 2 s per GiB, see docs/operations.md) and refuses a damaged
+    one (:class:`~memstore.errors.CorruptDatabaseError`) before writing anything to it.
     """
 
     async def go() -> T:
         db = ctx.find_root().obj
-        async with MemoryStore.open(db, create=create, read_only=read_only) as store:
+        async with MemoryStore.open(
+            db, create=create, read_only=read_only, verify=not read_only
+        ) as store:
             return await action(store)
 
     return asyncio.run(go())
@@ -79,12 +93,19 @@ def print_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
-def preview(text: str, full: bool = False) -> str:
-    """``text`` on one line, cut to :data:`PREVIEW_CHARS` unless ``full``."""
+def preview(text: str, full: bool = False, *, width: int = PREVIEW_CHARS) -> str:
+    """``text`` on one line, cut to ``width`` characters (an ellipsis included) unless
+    ``full``: at the last word that fits, unless that would leave less than half of it."""
     if full:
         return text
     flat = " ".join(text.split())
-    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
+    if len(flat) <= width:
+        return flat
+    cut = flat[: width - 1]
+    if flat[width - 1] != " ":  # the cut fell inside a word: end at the word before it
+        head = cut.rsplit(" ", 1)[0]
+        cut = head if len(head) >= width // 2 else cut
+    return cut.rstrip() + "…"
 
 
 def plain(text: str, full: bool = False) -> Text:

@@ -52,31 +52,56 @@ def _event_json(event: ReplayEvent) -> dict[str, Any]:
     return out
 
 
+#: Histories longer than this print as aligned lines, not a table: rich lays a table out
+#: whole before its first row, at about a millisecond a row (200k events: minutes).
+MAX_TABLE_ROWS = 2000
+
+
+def _detail(event: ReplayEvent) -> Text:
+    if event.item is not None:
+        item = event.item
+        detail = Text(f"+#{item.seq} {item.kind.value} {item.priority.name}: ")
+        detail.append(preview(item.content))
+        return detail
+    r = event.report
+    assert r is not None
+    taken_back = [f for f in r.removed.values() if f in ("popped", "cleared")]
+    counts = (
+        f"{taken_back[0]} {len(taken_back)}"  # pop_item / clear: the app's own removal
+        if taken_back
+        else f"dropped {r.items_dropped}, summarized {r.items_summarized}, "
+        f"evicted {r.items_evicted}"
+    )
+    return Text(
+        f"compaction #{r.compaction_count} ({r.trigger}): {counts}, summary {r.summary_action}"
+    )
+
+
 def _print_history(events: list[ReplayEvent]) -> None:
+    if len(events) > MAX_TABLE_ROWS:
+        _print_history_lines(events)
+        return
     table = Table(title="history (commit order)", title_justify="left")
     for name in ("version", "event", "detail", "tokens", "items"):
         table.add_column(name)
-    for event in with_progress(events, "replaying"):
-        if event.item is not None:
-            item = event.item
-            detail = Text(f"+#{item.seq} {item.kind.value} {item.priority.name}: ")
-            detail.append(preview(item.content))
-        else:
-            r = event.report
-            assert r is not None
-            taken_back = [f for f in r.removed.values() if f in ("popped", "cleared")]
-            counts = (
-                f"{taken_back[0]} {len(taken_back)}"  # pop_item / clear: the app's own removal
-                if taken_back
-                else f"dropped {r.items_dropped}, summarized {r.items_summarized}, "
-                f"evicted {r.items_evicted}"
-            )
-            detail = Text(
-                f"compaction #{r.compaction_count} ({r.trigger}): {counts}, "
-                f"summary {r.summary_action}"
-            )
-        table.add_row(str(event.version), event.kind, detail, str(event.tokens), str(event.items))
+    for event in events:
+        table.add_row(
+            str(event.version), event.kind, _detail(event), str(event.tokens), str(event.items)
+        )
     console().print(table)
+
+
+def _print_history_lines(events: list[ReplayEvent]) -> None:
+    """The history as one aligned line per event (detail last): linear, streamed."""
+    width = max(len("version"), len(str(events[-1].version)))
+    numbers = max(len("tokens"), *(len(str(e.tokens)) for e in events))
+    click.echo("history (commit order)")
+    click.echo(f"{'version':>{width}}  {'event':<10}  {'tokens':>{numbers}}  {'items':>7}  detail")
+    for event in with_progress(events, "replaying"):
+        click.echo(
+            f"{event.version:>{width}}  {event.kind:<10}  {event.tokens:>{numbers}}  "
+            f"{event.items:>7}  {_detail(event).plain}"
+        )
 
 
 def _what_if(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import textwrap
 
 import click
 
@@ -52,15 +53,18 @@ def draw(timeline: Timeline, title: str) -> str:
     plt.hline(timeline.target)
     for mark in timeline.compactions:
         plt.scatter([mark.version], [mark.after_tokens], marker="x")
-    plt.title(
+    # Above the picture, wrapped to the width: plotext drops a title that does not fit.
+    heading = (
         f"{title}: {timeline.versions} versions, {len(timeline.compactions)} compactions "
         f"(hard {timeline.hard}, target {timeline.target})"
     )
     plt.xlabel("version")
     picture = plt.build()
-    legend = "\n".join(
+    legend = [
         f"  compaction #{m.number} at v{m.version}: {m.before_tokens} -> {m.after_tokens} tokens "
         f"(dropped {m.dropped}, summarized {m.summarized}, evicted {m.evicted})"
         for m in timeline.compactions
-    )
-    return f"{picture}\n{legend}" if legend else picture
+    ]
+    lines = [*textwrap.wrap(heading, width), picture]
+    lines += [textwrap.fill(line, width, subsequent_indent="    ") for line in legend]
+    return "\n".join(lines)

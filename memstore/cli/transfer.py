@@ -67,6 +67,8 @@ def _read_records(source: IO[str]) -> list[Any]:
             continue
         try:
             records.append(json.loads(line))
+        except RecursionError:
+            raise ValidationError(f"line {number}", "is JSON nested too deeply") from None
         except json.JSONDecodeError as error:
             raise ValidationError(f"line {number}", f"is not JSON ({error.msg})") from None
     return records

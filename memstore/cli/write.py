@@ -29,6 +29,18 @@ async def open_or_create(store: MemoryStore, session_id: str, estimator: str) ->
         return store.session(session_id, estimator=counter)
 
 
+def read_stdin(ctx: click.Context) -> str:
+    """The text to add from standard input; on a terminal, say how to end it. Ctrl-C cancels
+    (exit 130, nothing added), never "content must not be empty"."""
+    if sys.stdin.isatty():
+        click.echo("Type the text, then Ctrl-D on a line of its own (Ctrl-C cancels).", err=True)
+    try:
+        return sys.stdin.read()
+    except KeyboardInterrupt:
+        click.echo("\nCancelled: nothing was added.", err=True)
+        ctx.exit(130)
+
+
 @click.command("add")
 @click.argument("session_id", metavar="SESSION")
 @click.argument("text", required=False)
@@ -74,7 +86,7 @@ def add_item(
     A new session gets the limits of MEMORY_HARD_LIMIT / MEMORY_TARGET_LIMIT /
     MEMORY_KEEP_RECENT and the extractive summarizer; compaction runs as in the API.
     """
-    content = sys.stdin.read() if text in (None, "-") else text
+    content = read_stdin(ctx) if text in (None, "-") else text
 
     async def run(
         store: MemoryStore,
@@ -168,7 +180,10 @@ def compact_session(ctx: click.Context, session_id: str, dry_run: bool, as_json:
 
     async def run(store: MemoryStore) -> CompactionPlan | CompactionReport | None:
         memory = await store.attach(session_id)
-        return await (memory.plan_compaction() if dry_run else memory.compact())
+        if dry_run:
+            return await memory.plan_compaction()
+        # An operator is told at once who is compacting (LeaseHeldError), not kept waiting.
+        return await memory.compact(wait=False)
 
     outcome = run_with_store(ctx, run)
     if isinstance(outcome, CompactionPlan):

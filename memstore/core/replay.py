@@ -9,15 +9,22 @@ numbers must match the rebuilt state (``before_tokens`` at its snapshot version,
 
 What-if runs the pure policy (:mod:`memstore.core.policy`) over the same recorded items with
 other limits or another summarizer, offline, and reports what would have been kept.
+
+Everything here is linear in the history: the replayed state keeps its items by id and a
+running token total (an append or a removal costs what it touches, never a recount of the
+session), and a report's ``before_tokens`` is looked up by bisection.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from memstore.core.policy import CountTokens, Snapshot, SyncSummarize, plan_compaction, total_tokens
+from memstore.core.policy import CountTokens, Snapshot, SyncSummarize, plan_compaction
 from memstore.core.values import (
+    ITEM_OVERHEAD_TOKENS,
+    SUMMARY_OVERHEAD_TOKENS,
     CompactionReport,
     MemoryItem,
     MemoryLimits,
@@ -27,18 +34,59 @@ from memstore.core.values import (
 
 @dataclass
 class MemoryState:
-    """Working memory as replay rebuilds it."""
+    """Working memory as replay rebuilds it: active items by id (oldest first), and their
+    tokens as a running sum."""
 
     version: int
-    items: list[MemoryItem] = field(default_factory=list)
     summary: str | None = None
     summary_tokens: int = 0
     compaction_count: int = 0
+    active: dict[str, MemoryItem] = field(default_factory=dict)
+    item_tokens: int = 0
+
+    @property
+    def items(self) -> list[MemoryItem]:
+        """Active items, oldest first."""
+        return list(self.active.values())
+
+    def append(self, item: MemoryItem) -> None:
+        """An item entered working memory."""
+        self.active[item.id] = item
+        self.item_tokens += item.estimated_tokens + ITEM_OVERHEAD_TOKENS
+
+    def remove(self, item_id: str) -> None:
+        """An item left working memory (no-op if it was not active)."""
+        item = self.active.pop(item_id, None)
+        if item is not None:
+            self.item_tokens -= item.estimated_tokens + ITEM_OVERHEAD_TOKENS
+
+    def replace_items(self, items: Iterable[MemoryItem]) -> None:
+        """Working memory now holds exactly ``items``."""
+        self.active, self.item_tokens = {}, 0
+        for item in items:
+            self.append(item)
 
     @property
     def total_tokens(self) -> int:
         """The total: items + 4 each, the summary + 12."""
-        return total_tokens(self.items, self.summary, self.summary_tokens)
+        summary = 0 if self.summary is None else self.summary_tokens + SUMMARY_OVERHEAD_TOKENS
+        return self.item_tokens + summary
+
+
+class _Totals:
+    """The total after each replayed version, in version order (bisection finds the total
+    at any version in log time)."""
+
+    def __init__(self, version: int, total: int) -> None:
+        self.versions, self.totals = [version], [total]
+
+    def record(self, version: int, total: int) -> None:
+        self.versions.append(version)
+        self.totals.append(total)
+
+    def at(self, version: int) -> int | None:
+        index = bisect_right(self.versions, version)
+        return self.totals[index - 1] if index else None
 
 
 @dataclass(frozen=True)
@@ -72,12 +120,12 @@ def initial_state(history: SessionHistory) -> MemoryState:
     state = MemoryState(version=base)
     if base:
         removed_at = {r.compaction_count: r.committed_version for r in history.reports}
-        state.items = [
+        state.replace_items(
             item
             for item in history.items
             if item.version <= base
             and (item.removed_by is None or removed_at.get(item.removed_by, 0) > base)
-        ]
+        )
         state.summary = history.base_summary
         state.summary_tokens = history.base_summary_tokens or 0
         state.compaction_count = (
@@ -102,47 +150,49 @@ def _timeline(history: SessionHistory) -> list[tuple[int, MemoryItem | Compactio
 def replay(history: SessionHistory) -> Iterator[ReplayEvent]:
     """Yield every recorded change in commit order, with the state it leaves."""
     state = initial_state(history)
-    totals = {state.version: state.total_tokens}
+    totals = _Totals(state.version, state.total_tokens)
     for version, event in _timeline(history):
         if isinstance(event, MemoryItem):
-            state.items.append(event)
+            state.append(event)
             state.version = version
-            totals[version] = state.total_tokens
+            totals.record(version, state.total_tokens)
             yield ReplayEvent(
-                version, "append", event, None, state.total_tokens, len(state.items), state.summary
+                version, "append", event, None, state.total_tokens, len(state.active), state.summary
             )
             continue
         problems = _apply_compaction(history, state, event, totals)
         state.version = version
-        totals[version] = state.total_tokens
+        totals.record(version, state.total_tokens)
         yield ReplayEvent(
             version,
             "compaction",
             None,
             event,
             state.total_tokens,
-            len(state.items),
+            len(state.active),
             state.summary,
             tuple(problems),
         )
 
 
 def _apply_compaction(
-    history: SessionHistory, state: MemoryState, report: CompactionReport, totals: dict[int, int]
+    history: SessionHistory,
+    state: MemoryState,
+    report: CompactionReport,
+    totals: _Totals | None,
 ) -> list[str]:
     problems: list[str] = []
     label = f"compaction #{report.compaction_count}"
-    seen_before = _total_at(totals, report.snapshot_version)
+    seen_before = None if totals is None else totals.at(report.snapshot_version)
     if seen_before is not None and seen_before != report.before_tokens:
         problems.append(f"{label}: before_tokens {report.before_tokens}, replay says {seen_before}")
-    active = {item.id: item for item in state.items}
     for item_id in report.removed:
-        item = active.get(item_id)
+        item = state.active.get(item_id)
         if item is None:
             problems.append(f"{label}: removes item {item_id}, which was not active")
         elif item.version > report.snapshot_version:
             problems.append(f"{label}: removes seq {item.seq}, appended after its snapshot")
-    state.items = [item for item in state.items if item.id not in report.removed]
+        state.remove(item_id)
     if report.summary_action in ("replaced", "trimmed"):
         text = history.summaries.get(report.compaction_count)
         if text is None:
@@ -158,11 +208,6 @@ def _apply_compaction(
     return problems
 
 
-def _total_at(totals: dict[int, int], version: int) -> int | None:
-    known = [v for v in totals if v <= version]
-    return totals[max(known)] if known else None
-
-
 def state_at(history: SessionHistory, version: int) -> MemoryState:
     """The working memory as it was right after ``version`` committed."""
     state = initial_state(history)
@@ -170,9 +215,9 @@ def state_at(history: SessionHistory, version: int) -> MemoryState:
         if event_version > version:
             break
         if isinstance(event, MemoryItem):
-            state.items.append(event)
+            state.append(event)
         else:
-            _apply_compaction(history, state, event, {})
+            _apply_compaction(history, state, event, None)
         state.version = event_version
     return state
 
@@ -246,22 +291,22 @@ def simulate(
     for item in sorted(history.items, key=lambda i: i.seq):
         if item.version <= history.base_version:
             continue
-        state.items.append(item)
+        state.append(item)
+        if state.total_tokens < limits.hard:  # the running total: no snapshot needed yet
+            continue
         snap = Snapshot(
             history.info.id,
             item.version,
             compactions,
-            tuple(state.items),
+            tuple(state.active.values()),
             state.summary,
             state.summary_tokens,
         )
-        if snap.total_tokens < limits.hard:
-            continue
         plan = plan_compaction(snap, limits, count_tokens, summarize)
         compactions += 1
         for fate in plan.removed.values():
             fates[fate] += 1
-        state.items = list(plan.kept)
+        state.replace_items(plan.kept)
         state.summary, state.summary_tokens = plan.summary, plan.summary_tokens
     return Outcome(
         tokens=state.total_tokens,

@@ -1,8 +1,7 @@
 """Plain values: items, enums, limits and compaction reports.
 
-Nothing here does I/O. These are the shapes that flow between the policy, the database layer,
-the summarizers and the CLI.
-"""
+Nothing here does I/O: these are the shapes the policy, the database layer, the summarizers
+and the CLI pass between them."""
 
 from __future__ import annotations
 
@@ -18,6 +17,7 @@ from memstore.config import (
     DEFAULT_HARD_LIMIT,
     DEFAULT_KEEP_RECENT,
     DEFAULT_TARGET_LIMIT,
+    MAX_LIMIT,
     env_int,
     rename_setting,
     require_int,
@@ -227,15 +227,15 @@ class MemoryLimits:
     summarize_every: int | None = None
 
     def __post_init__(self) -> None:
-        require_int("hard", self.hard, minimum=1)
-        require_int("target", self.target, minimum=1)
-        require_int("keep_recent", self.keep_recent, minimum=0)
+        require_int("hard", self.hard, minimum=1, maximum=MAX_LIMIT)
+        require_int("target", self.target, minimum=1, maximum=MAX_LIMIT)
+        require_int("keep_recent", self.keep_recent, minimum=0, maximum=MAX_LIMIT)
         if self.target >= self.hard:
             raise ConfigurationError(
                 "target", f"must be below hard ({self.hard}), got {self.target}"
             )
         if self.summarize_every is not None:
-            require_int("summarize_every", self.summarize_every, minimum=1)
+            require_int("summarize_every", self.summarize_every, minimum=1, maximum=MAX_LIMIT)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> MemoryLimits:

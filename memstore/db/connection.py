@@ -47,7 +47,7 @@ from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.pool import QueuePool, StaticPool
 
 from memstore.config import Settings
-from memstore.db.driver_errors import classify, translate_errors
+from memstore.db.driver_errors import classify, storage_error, translate_errors
 from memstore.errors import (
     DatabaseMissingError,
     LockTimeoutError,
@@ -132,13 +132,18 @@ def sqlite_path(url: str) -> Path | None:
     return Path(parsed.database)
 
 
-def prepare_sqlite_file(path: Path, *, create: bool = True) -> None:
+def prepare_sqlite_file(path: Path, *, create: bool = True) -> bool:
     """Refuse a file that is not a database; create a new one readable by its owner only.
 
-    The header is checked *before* SQLite opens the file: SQLite would happily turn an empty
-    file into a database, and memstore never writes to a file that was not its own. An empty
-    existing file is refused like any other that is not a database: memstore never leaves one
-    (:func:`create_database_file`), so it is someone else's.
+    The header is checked *before* SQLite opens the file: memstore never writes to a file
+    that holds something else. An empty file holds nothing to lose, so where a database may be
+    created it becomes one (made readable by its owner only): a create that died before the
+    file got its first page (a full disk, a file-size limit, an older memstore) must not block
+    every later open. Where one may not (``create=False``: the read-only tools), it is refused.
+
+    Returns:
+        Whether this call made the database (a new file, or an empty one adopted): a later
+        failure of the same open removes it again (:func:`remove_new_database`).
     """
     if path.exists():
         if path.is_dir():
@@ -149,19 +154,25 @@ def prepare_sqlite_file(path: Path, *, create: bool = True) -> None:
         except OSError as error:  # say which file, and why
             raise StorageError(f"cannot read {path}: {error.strerror}") from None
         if not header:
-            raise NotADatabaseError(
-                f"{path} is an empty file, not a memstore database (left untouched; "
-                "delete it to create a database there)"
-            )
+            if not create:
+                raise NotADatabaseError(
+                    f"{path} is an empty file, not a memstore database (left untouched)"
+                )
+            try:
+                os.chmod(path, 0o600)
+            except OSError as error:
+                raise storage_error(f"cannot use the empty file {path}", error) from None
+            return True
         if header != SQLITE_HEADER:
             raise NotADatabaseError(f"{path} is not an SQLite database (left untouched)")
-        return
+        return False
     if not create:
         raise DatabaseMissingError(f"no database at {path}")
     if not path.parent.is_dir():
         raise StorageError(f"directory {path.parent} does not exist")
     if not create_database_file(path):
-        prepare_sqlite_file(path, create=False)  # another process's: check it like any other
+        return prepare_sqlite_file(path, create=False)  # another process's: check it
+    return True
 
 
 def create_database_file(path: Path) -> bool:
@@ -185,12 +196,33 @@ def create_database_file(path: Path) -> bool:
     except FileExistsError:
         return False  # another process created it first: the caller checks what is there
     except (OSError, sqlite3.Error) as error:
-        reason = getattr(error, "strerror", None) or classify(error)
-        raise StorageError(f"cannot create {path}: {reason}") from None
+        raise storage_error(f"cannot create {path}", error) from None
     finally:
+        # On a read-only file system even unlinking a missing file fails (EROFS): the
+        # cleanup must never replace the error that says why the create failed.
         for leftover in (temporary, *(Path(f"{temporary}{end}") for end in ("-wal", "-shm"))):
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):
                 leftover.unlink()
+
+
+def remove_new_database(path: Path) -> None:
+    """Remove a database this open made and could not finish (its schema is not there), with
+    its ``-wal`` and ``-shm``: a failed create leaves nothing to trip over.
+
+    A file that has a schema by now (another process finished creating it meanwhile) is left
+    alone.
+    """
+    try:
+        uri = f"file:{urllib.parse.quote(str(path))}?mode=ro"
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
+            tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+    except sqlite3.Error:
+        tables = 0  # unreadable as a database: nothing of anyone's is in it
+    if tables:
+        return
+    for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        with contextlib.suppress(OSError):
+            leftover.unlink()
 
 
 def enable_wal(path: Path, timeout_s: float) -> None:

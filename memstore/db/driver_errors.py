@@ -10,6 +10,7 @@ cause is a :class:`DriverError` that keeps the driver's type and code, never its
 
 from __future__ import annotations
 
+import errno
 import socket
 from typing import TYPE_CHECKING
 
@@ -91,9 +92,25 @@ _CORRUPTION = (
 )
 
 
+#: Why a write found no room: a full disk, a file-size limit (``ulimit -f``), a quota. SQLite
+#: says "disk I/O error" for most of them (its WAL index cannot grow, or a page write came
+#: back short), naming the operation that failed.
+_NO_ROOM_ERRNOS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
+_NO_ROOM_SQLITE = frozenset(
+    {"SQLITE_FULL", "SQLITE_IOERR_WRITE", "SQLITE_IOERR_SHMSIZE", "SQLITE_IOERR_TRUNCATE"}
+)
+NO_ROOM = "no room to write: the disk is full or the file reached a size limit"
+
+
 def classify(error: BaseException) -> StorageError:
-    """The memstore error for a SQLAlchemy/driver error (without raising it)."""
+    """The memstore error for a SQLAlchemy/driver error, or an ``OSError`` from the file
+    system (without raising it)."""
     orig = getattr(error, "orig", None) or error
+    number = getattr(orig, "errno", None)
+    if number in _NO_ROOM_ERRNOS or getattr(orig, "sqlite_errorname", None) in _NO_ROOM_SQLITE:
+        return StorageFullError(NO_ROOM)
+    if number == errno.EROFS:
+        return ReadOnlyDatabaseError("the file system is read-only")
     if str(getattr(orig, "sqlite_errorname", "")).startswith("SQLITE_CORRUPT"):
         return CorruptDatabaseError("the database file is corrupt (malformed)")
     message = str(orig).lower()
@@ -113,6 +130,16 @@ def classify(error: BaseException) -> StorageError:
     # (asyncpg's "invalid input for query argument $7: ..."), and values are stored content.
     suffix = f", SQLSTATE {state}" if state else ""
     return StorageError(f"database error ({type(orig).__name__}{suffix})")
+
+
+def storage_error(what: str, error: BaseException) -> StorageError:
+    """``what`` failed because of ``error`` (an ``OSError`` or a driver error), said as the
+    memstore error of :func:`classify`: ``cannot create x.db: no room to write: ...``."""
+    found = classify(error)
+    reason = str(found)
+    if type(found) is StorageError and isinstance(error, OSError) and error.strerror:
+        reason = error.strerror
+    return type(found)(f"{what}: {reason}")
 
 
 def connection_failure(error: BaseException, url: URL) -> ConnectionFailedError:

@@ -38,6 +38,7 @@ from memstore.db.connection import (
     normalize_url,
     prepare_sqlite_file,
     read_only_uri,
+    remove_new_database,
     sqlite_engine,
     sqlite_path,
 )
@@ -50,6 +51,7 @@ from memstore.errors import (
     MemstoreError,
     ReadOnlyDatabaseError,
     StorageError,
+    StorageFullError,
 )
 
 if TYPE_CHECKING:
@@ -92,6 +94,9 @@ class Database:
             add_postgresql_options()  # the models' PostgreSQL-only options (see there)
         self._in_memory = in_memory
         self.read_only = read_only
+        #: The SQLite file this open created (``None``: it existed): if the open fails
+        #: before the schema is in place, the file is removed again.
+        self.created_path: Path | None = None
         self._writer: SqliteWriter | None = None
         self._readers: ReaderThreads | None = None
         self._pid = os.getpid()
@@ -234,6 +239,12 @@ class Database:
         if readers is not None:
             readers.stop()
 
+    async def remove_created_file(self) -> None:
+        """After :meth:`close`: remove the SQLite file this open created (and its ``-wal`` and
+        ``-shm``) unless it has a schema by now; a no-op for a file that existed."""
+        if self.created_path is not None:
+            await asyncio.to_thread(remove_new_database, self.created_path)
+
     async def close(self) -> None:
         """Finish queued writes, then close every connection; later calls are refused."""
         if self._closed:
@@ -266,12 +277,16 @@ class Database:
 
 
 def _run_into(fn: Callable[[], None], done: concurrent.futures.Future[None]) -> None:
+    # The awaiting close() may have been cancelled (Ctrl-C), cancelling ``done`` with it: the
+    # work still runs to its end, and then there is no one to tell.
     try:
         fn()
     except BaseException as error:
-        done.set_exception(error)
+        if done.set_running_or_notify_cancel():
+            done.set_exception(error)
     else:
-        done.set_result(None)
+        if done.set_running_or_notify_cancel():
+            done.set_result(None)
 
 
 def open_database(
@@ -299,9 +314,16 @@ def open_database(
     path = sqlite_path(url)
     if path is None:
         return Database(sqlite_engine(None, settings), settings, in_memory=True)
-    prepare_sqlite_file(path, create=create and not read_only)
+    created = prepare_sqlite_file(path, create=create and not read_only)
     if read_only:
         engine = sqlite_engine(path, settings, uri=read_only_uri(path))
         return Database(engine, settings, read_only=True)
-    enable_wal(path, settings.busy_timeout_s)
-    return Database(sqlite_engine(Path(path), settings), settings)
+    try:
+        enable_wal(path, settings.busy_timeout_s)
+    except StorageFullError:
+        if created:  # no room to finish it: leave nothing behind (module docstring)
+            remove_new_database(path)
+        raise
+    database = Database(sqlite_engine(Path(path), settings), settings)
+    database.created_path = path if created else None
+    return database

@@ -19,6 +19,10 @@ from memstore.db.fork import descendants
 from memstore.db.tables import compactions, input_counts, items, sessions, summaries
 from memstore.errors import ForkedHistoryError, SessionNotFoundError, ValidationError
 
+#: Versions live in integer columns: PostgreSQL's ``integer`` ends here, and a larger bound
+#: would fail inside the driver instead of naming the argument.
+MAX_VERSION = 2**31 - 1
+
 
 async def prune(
     db: Database,
@@ -34,10 +38,24 @@ async def prune(
 
     Raises:
         SessionNotFoundError: no such session.
-        ValidationError: neither or both of ``before_version`` / ``before_time`` given.
+        ValidationError: naming ``before``: neither or both of ``before_version`` /
+            ``before_time`` given, a version that is not an integer in 0..2**31-1, or a
+            time that is not a timezone-aware datetime.
     """
     if (before_version is None) == (before_time is None):
         raise ValidationError("before", "give exactly one of a version or a time")
+    if before_version is not None and (
+        isinstance(before_version, bool)
+        or not isinstance(before_version, int)
+        or not 0 <= before_version <= MAX_VERSION
+    ):
+        raise ValidationError(
+            "before", f"a version must be an integer in 0..{MAX_VERSION}, got {before_version!r}"
+        )
+    if before_time is not None and (
+        not isinstance(before_time, datetime) or before_time.tzinfo is None
+    ):
+        raise ValidationError("before", "a time must be a timezone-aware datetime")
     return await db.run_write(
         partial(
             _prune, session_id=session_id, before_version=before_version, before_time=before_time

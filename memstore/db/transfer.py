@@ -3,20 +3,27 @@
 The records are the rows themselves (every column but the lease, which is per-deployment
 state), so an import rebuilds the exact ledger: replay verifies it and ``show --all`` matches
 the original. The format is versioned (``format`` on the first record).
+
+An import is untrusted input. Each record is checked against its column here (types, numbers
+within 0..the column's largest value, storable text, items the API would have accepted, within
+the store's ``max_item_bytes``); what the records say together (recounted tokens, counters,
+fates) is checked by :mod:`memstore.core.import_checks`. Nothing is written unless all pass.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from functools import partial
 from typing import Any
 
-from sqlalchemy import JSON, Connection, Table, insert, select
+from sqlalchemy import JSON, BigInteger, Connection, Table, insert, select
 
 from memstore.config import DEFAULT_MAX_ITEM_BYTES
 from memstore.core.carried_items import parse_item
+from memstore.core.import_checks import Record, check_import
 from memstore.core.ltm_entries import validate_scope
 from memstore.core.tokens import RecordedEstimator
 from memstore.core.validation import (
@@ -44,6 +51,10 @@ TABLES: dict[str, Table] = {
 
 #: Rows ready to insert: (table, column values).
 Rows = list[tuple[Table, dict[str, Any]]]
+#: The largest value an ``Integer`` column holds on every backend (PostgreSQL's ``integer``),
+#: and a ``BigInteger`` one: a larger number would fail inside the driver, not here.
+MAX_INTEGER = 2**31 - 1
+MAX_BIG_INTEGER = 2**63 - 1
 
 
 def _to_json(table: Table, row: Mapping[Any, Any]) -> dict[str, Any]:
@@ -107,6 +118,12 @@ def _check_value(column: Any, value: Any, field: str) -> Any:
         raise ValidationError(field, "must be an integer")
     if python_type is float and (isinstance(value, bool) or not isinstance(value, (int, float))):
         raise ValidationError(field, "must be a number")
+    if python_type in (int, float):
+        largest = MAX_BIG_INTEGER if isinstance(column.type, BigInteger) else MAX_INTEGER
+        if not math.isfinite(value) or value < 0:
+            raise ValidationError(field, f"must be a number >= 0, got {value!r}")
+        if python_type is int and value > largest:
+            raise ValidationError(field, f"must be at most {largest}, got {value}")
     if python_type is str:
         if not isinstance(value, str):
             raise ValidationError(field, "must be text")
@@ -131,7 +148,7 @@ def _from_json(table: Table, record: Mapping[str, Any], where: str) -> dict[str,
     return values
 
 
-def _check_semantics(kind: str, values: dict[str, Any], where: str) -> None:
+def _check_semantics(kind: str, values: dict[str, Any], where: str, max_bytes: int) -> None:
     """The rules the API enforces on the way in, enforced on an import too."""
     if kind == "session":
         validate_session_id(values["id"])
@@ -146,34 +163,44 @@ def _check_semantics(kind: str, values: dict[str, Any], where: str) -> None:
         role, item_kind = parse_role(values["role"]), parse_kind(values["kind"])
         check_kind_role(item_kind, role)
         parse_priority(values["priority"])
-        validate_text(f"{where}.content", values["content"], max_bytes=DEFAULT_MAX_ITEM_BYTES)
+        validate_text(f"{where}.content", values["content"], max_bytes=max_bytes)
         validate_idempotency_key(values.get("idempotency_key"))
         if values.get("fate") not in (None, *(fate.value for fate in Fate)):
             raise ValidationError(f"{where}.fate", f"unknown fate {values.get('fate')!r}")
         if values.get("payload") is not None:
-            _check_payload(values, where)
+            _check_payload(values, where, max_bytes)
 
 
-def _check_payload(values: Mapping[str, Any], where: str) -> None:
+def _check_payload(values: Mapping[str, Any], where: str, max_bytes: int) -> None:
     """A carried item must be one the API would have accepted, its call_id its own."""
     try:
         payload = json.loads(values["payload"])
+        parsed = parse_item(payload, f"{where}.payload", max_bytes=max_bytes)
+    except RecursionError:
+        raise ValidationError(f"{where}.payload", "is nested too deeply") from None
+    except ValidationError:
+        raise
     except ValueError:
         raise ValidationError(f"{where}.payload", "is not JSON") from None
-    parsed = parse_item(payload, f"{where}.payload", max_bytes=DEFAULT_MAX_ITEM_BYTES)
     if parsed.link != values.get("call_id"):
         raise ValidationError(f"{where}.call_id", "does not match the item's payload")
 
 
 def parse_records(
-    records: Iterable[Mapping[str, Any]],
+    records: Iterable[Mapping[str, Any]], max_bytes: int = DEFAULT_MAX_ITEM_BYTES
 ) -> tuple[str, Rows]:
     """Check and convert records for :func:`import_records`; return the session id and rows.
+
+    Args:
+        records: The export's records, in its order.
+        max_bytes: The largest item content (and carried item) accepted, in UTF-8 bytes.
 
     Raises:
         ValidationError: naming the record (``record 3``) and the field that is wrong.
     """
-    rows: Rows = []
+    if isinstance(records, (str, bytes, Mapping)) or not isinstance(records, Iterable):
+        raise ValidationError("records", "must be a list of export records (JSON objects)")
+    checked: list[Record] = []
     session_id: str | None = None
     for number, record in enumerate(records, 1):
         where = f"record {number}"
@@ -193,24 +220,30 @@ def parse_records(
         elif kind == "session":
             raise ValidationError(where, "an export holds exactly one session")
         values = _from_json(TABLES[kind], record, where)
-        _check_semantics(kind, values, where)
+        _check_semantics(kind, values, where, max_bytes)
         if kind != "session" and values.get("session_id") != session_id:
             raise ValidationError(f"{where}.session_id", "belongs to another session")
-        rows.append((TABLES[kind], values))
+        checked.append(Record(where, kind, values))
     if session_id is None or not isinstance(session_id, str):
         raise ValidationError("record 1", "no session record")
-    rows.sort(key=lambda pair: list(TABLES.values()).index(pair[0]))
-    return session_id, rows
+    estimator = RecordedEstimator(checked[0].values["estimator"])
+    check_import(checked, estimator.count, max_bytes)
+    order = list(TABLES)
+    checked.sort(key=lambda record: order.index(record.kind))
+    return session_id, [(TABLES[record.kind], record.values) for record in checked]
 
 
-async def import_records(db: Database, records: Iterable[Mapping[str, Any]]) -> str:
+async def import_records(
+    db: Database, records: Iterable[Mapping[str, Any]], max_bytes: int = DEFAULT_MAX_ITEM_BYTES
+) -> str:
     """Insert an exported session in one transaction; return its id.
 
     Raises:
-        ValidationError: a malformed record (nothing written).
+        ValidationError: a malformed record, or a ledger ``memstore check`` would refuse
+            (nothing written).
         ConflictError: the database already has a session with that id (nothing written).
     """
-    session_id, rows = parse_records(records)
+    session_id, rows = parse_records(records, max_bytes)
     await db.run_write(partial(_insert_rows, session_id=session_id, rows=rows))
     return session_id
 

@@ -193,7 +193,10 @@ def _serve(
                 job.future.set_exception(
                     StorageError("the SQLite writer stopped before this write ran: not stored")
                 )
-        channel.stopped.set_result(None)
+        # Its closer may have stopped waiting (Ctrl-C cancelled the await, and with it this
+        # future): then there is no one to tell.
+        if channel.stopped.set_running_or_notify_cancel():
+            channel.stopped.set_result(None)
 
 
 def _maintenance_due(due: float, stop: bool, channel: _Channel) -> bool:

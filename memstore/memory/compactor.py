@@ -12,6 +12,12 @@ In order, each step with no transaction open between them:
    re-plans, up to :data:`MAX_COMPACTION_ROUNDS` plans per run.
 
 A run that ends without committing gives the lease back.
+
+:meth:`Compactor.run_when_free` is what ``compact()`` uses: while another worker holds the
+lease it polls (backing off to :data:`MAX_WAIT_POLL_S`) until the lease is free or the wait
+runs out, then runs as if it had been called alone. Its default bound,
+:func:`wait_bound`, is one summarizer call plus one lease: the longest a live holder keeps
+the lease for one compaction, and the longest a dead holder elsewhere keeps it at all.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -45,7 +52,13 @@ from memstore.db import compaction
 from memstore.db.engine import Database
 from memstore.db.lease import Lease, LeaseHolder, acquire_lease, release_lease, renew_lease
 from memstore.db.reads import utcnow
-from memstore.errors import CompactionConflictError, LeaseLostError, StorageError
+from memstore.errors import (
+    CompactionConflictError,
+    LeaseHeldError,
+    LeaseLostError,
+    StorageError,
+    ValidationError,
+)
 from memstore.memory.worker import Worker
 
 log = logging.getLogger("memstore")
@@ -57,7 +70,31 @@ MAX_COMPACTION_ROUNDS = 4
 #: Heartbeats per lease length: two may fail (a busy database) before the lease runs out.
 HEARTBEATS_PER_LEASE = 3
 
+#: First and longest pause between looks at a lease another worker holds: short enough that
+#: a waiting compact() starts soon after the holder finishes, long enough to cost nothing.
+FIRST_WAIT_POLL_S = 0.05
+MAX_WAIT_POLL_S = 0.5
+
 Outcome = CompactionReport | LeaseHolder | None
+
+
+def wait_bound(settings: Settings, given: object = None) -> float:
+    """How long ``compact()`` waits for another worker's compaction: ``given`` seconds, or
+    by default one summarizer call plus one lease (``summarizer_timeout_s + lease_s``).
+
+    Raises:
+        ValidationError: naming ``wait_timeout``: not a finite number of seconds >= 0.
+    """
+    if given is None:
+        return settings.summarizer_timeout_s + settings.lease_s
+    if (
+        isinstance(given, bool)
+        or not isinstance(given, (int, float))
+        or not math.isfinite(given)
+        or given < 0
+    ):
+        raise ValidationError("wait_timeout", f"must be seconds >= 0, got {given!r}")
+    return float(given)
 
 
 class Heartbeat:
@@ -187,6 +224,53 @@ class Compactor:
                 return last
             trigger = "hard_limit"  # appends during the compaction refilled it
         return last
+
+    async def run_when_free(self, trigger: str, *, timeout: float) -> Outcome:
+        """:meth:`run`, waiting up to ``timeout`` seconds while another worker holds the lease.
+
+        Returns:
+            As :meth:`run`; the :class:`LeaseHolder` only when the wait ran out.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        pause = FIRST_WAIT_POLL_S
+        while True:
+            outcome = await self.run(trigger)
+            left = deadline - loop.time()
+            if not isinstance(outcome, LeaseHolder) or left <= 0:
+                return outcome
+            await asyncio.sleep(min(pause, left))
+            pause = min(pause * 2, MAX_WAIT_POLL_S)
+
+    async def run_manual(self, *, wait: bool, timeout: float) -> CompactionReport | None:
+        """A ``compact()`` call: waiting for another worker's compaction (``wait``), or not.
+
+        Raises:
+            LeaseHeldError: not ``wait``, and another worker holds the lease.
+        """
+        if wait:
+            outcome = await self.run_when_free("manual", timeout=timeout)
+        else:
+            outcome = await self.run("manual")
+        if not isinstance(outcome, LeaseHolder):
+            return outcome
+        if not wait:
+            raise LeaseHeldError(
+                self._session_id,
+                holder=outcome.owner,
+                host=outcome.host,
+                pid=outcome.pid,
+                expires_in=outcome.expires_in,
+            )
+        log.warning(
+            "memstore: compact() of %s gave up after waiting %gs for the compaction of %s "
+            "(its lease runs %.1fs more); nothing was compacted",
+            self._session_id,
+            timeout,
+            outcome.owner,
+            outcome.expires_in,
+        )
+        return None
 
     async def _once(self, trigger: str, attempt: int) -> Outcome | CompactionConflictError:
         owner = self._worker.id

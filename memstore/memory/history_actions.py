@@ -17,6 +17,7 @@ from memstore.core.validation import validate_session_id
 from memstore.errors import VersionConflictError
 
 if TYPE_CHECKING:
+    from memstore.config import Settings
     from memstore.core.ltm_entries import LongTermEntry
     from memstore.db import Database
     from memstore.memory.long_term import LongTermMemory
@@ -26,6 +27,7 @@ class HistoryActions:
     """Export, import, prune, purge, and the entries derived from a session."""
 
     _db: Database
+    settings: Settings
 
     @property
     def ltm(self) -> LongTermMemory:
@@ -46,12 +48,13 @@ class HistoryActions:
         """Insert an exported session, in one transaction; return its id.
 
         Raises:
-            ValidationError: a malformed record (nothing written).
+            ValidationError: a malformed record, or a ledger ``memstore check`` would refuse
+                (:mod:`memstore.core.import_checks`), naming record and field (nothing written).
             ConflictError: a session with that id exists here already (nothing written).
         """
         from memstore.db import transfer
 
-        return await transfer.import_records(self._db, records)
+        return await transfer.import_records(self._db, records, self.settings.max_item_bytes)
 
     async def prune(
         self,

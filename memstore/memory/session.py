@@ -46,14 +46,12 @@ from memstore.core.values import (
 from memstore.db import append as appends
 from memstore.db import reads, rewind
 from memstore.db import search as search_db
-from memstore.db.lease import LeaseHolder
 from memstore.errors import (
     EstimatorMismatchError,
-    LeaseHeldError,
     MemstoreError,
     SessionNotFoundError,
 )
-from memstore.memory.compactor import Compactor
+from memstore.memory.compactor import Compactor, wait_bound
 from memstore.memory.item_batch import new_items
 from memstore.memory.model_input import InputSources, assemble
 from memstore.memory.scoped import Consolidating
@@ -298,29 +296,34 @@ class SessionMemory(Consolidating):
                 self.session_id,
             )
 
-    async def compact(self) -> CompactionReport | None:
+    async def compact(
+        self, *, wait: bool = True, wait_timeout: float | None = None
+    ) -> CompactionReport | None:
         """Compact now: drop noise, summarize every unprotected item, enforce the target.
+
+        While another worker compacts this session, the call waits for it to finish, then
+        compacts as if it had been called alone (toward the target, over what that worker
+        left). A worker that dies holding the lease delays it by at most one lease.
+
+        Args:
+            wait: ``False``: raise :class:`LeaseHeldError` at once instead of waiting.
+            wait_timeout: Seconds to wait at most (default ``summarizer_timeout_s +
+                lease_s``: one summarizer call and one lease). When they run out the call
+                logs a warning naming the holder and returns ``None``; nothing is written.
 
         Returns:
             The report, or ``None`` when there is nothing to compact (no session yet, or
-            nothing a compaction would change).
+            nothing a compaction would change) or the wait ran out.
 
         Raises:
-            LeaseHeldError: another worker holds the compaction lease (it is compacting
-                this session right now): who, and for how long its lease runs.
+            LeaseHeldError: ``wait=False`` and another worker holds the compaction lease:
+                who, and for how long its lease runs.
+            ValidationError: ``wait_timeout`` is not a number of seconds >= 0.
         """
+        timeout = wait_bound(self.settings, wait_timeout)
         if await self._snapshot_checked() is None:  # refuse a wrong estimator before any write
             return None
-        outcome = await self._compactor.run("manual")
-        if isinstance(outcome, LeaseHolder):
-            raise LeaseHeldError(
-                self.session_id,
-                holder=outcome.owner,
-                host=outcome.host,
-                pid=outcome.pid,
-                expires_in=outcome.expires_in,
-            )
-        return outcome
+        return await self._compactor.run_manual(wait=wait, timeout=timeout)
 
     async def plan_compaction(self) -> CompactionPlan | None:
         """What :meth:`compact` would do now, computed but not written (a dry run).

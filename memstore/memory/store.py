@@ -24,7 +24,7 @@ from memstore.core.values import (
 )
 from memstore.db import Database, open_database, reads
 from memstore.db.migrate import ensure_schema
-from memstore.errors import CorruptDatabaseError, SessionNotFoundError
+from memstore.errors import CorruptDatabaseError, SessionNotFoundError, StorageFullError
 from memstore.memory.history_actions import HistoryActions
 
 # What a method needs only when it runs is imported there: a CLI command (``memstore show``)
@@ -121,8 +121,10 @@ class MemoryStore(HistoryActions):
                 if damage:
                     raise CorruptDatabaseError(f"quick_check found the file damaged ({damage[0]})")
             await ensure_schema(database, upgrade=options.upgrade and not options.read_only)
-        except BaseException:
+        except BaseException as error:
             await database.close()
+            if isinstance(error, StorageFullError):  # not a lock: another may be creating it
+                await database.remove_created_file()  # no room to finish it: leave nothing
             raise
         return cls(database, settings)
 

@@ -312,7 +312,9 @@ def test_prune_leaves_a_session_that_still_verifies(long_db: Path) -> None:
 def test_prune_by_date_and_purge(long_db: Path) -> None:
     result = cli(long_db, "prune", "long", "--before", "2000-01-01", "--yes")
     assert "pruned 0 compaction(s)" in result.output
-    assert cli(long_db, "prune", "long", "--before", "yesterday", "--yes").exit_code == 1
+    assert (
+        cli(long_db, "prune", "long", "--before", "yesterday", "--yes").exit_code == 2
+    )  # a usage error
     assert cli(long_db, "purge", "long", "--yes").exit_code == 0
     assert as_json(cli(long_db, "sessions", "--json")) == []
     assert cli(long_db, "purge", "long", "--yes").exit_code == 1

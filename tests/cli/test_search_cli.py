@@ -92,5 +92,5 @@ def test_bad_options_are_usage_errors(db_path: Path) -> None:
         result = memstore_cli(db_path, "search", "Bergen", *args)
         assert result.returncode == 2, (args, result.stderr)
         assert hint in result.stderr and "Traceback" not in result.stderr
-    blank = memstore_cli(db_path, "search", "  ")
-    assert blank.returncode == 1 and "query" in blank.stderr
+    blank = memstore_cli(db_path, "search", "  ")  # a usage error too: QUERY is an argument
+    assert blank.returncode == 2 and "QUERY" in blank.stderr

@@ -132,15 +132,24 @@ async def test_verify_refuses_a_damaged_file_at_open_and_leaves_it_untouched(
     assert digest(path) == before
 
 
-@pytest.mark.parametrize("options", [{}, {"upgrade": False}, {"create": False}])
-async def test_an_existing_empty_file_is_not_a_database(
-    tmp_path: Path, options: dict[str, bool]
+async def test_an_existing_empty_file_is_left_alone_where_nothing_may_be_created(
+    tmp_path: Path,
 ) -> None:
     path = tmp_path / "empty.db"
     path.touch()
     with pytest.raises(NotADatabaseError, match="empty file"):
-        await MemoryStore.open(path, **options)
+        await MemoryStore.open(path, create=False)
     assert path.stat().st_size == 0 and sorted(os.listdir(tmp_path)) == ["empty.db"]
+
+
+async def test_an_empty_file_becomes_a_database_readable_by_its_owner(tmp_path: Path) -> None:
+    # A create that died before the first page (a full disk, an older memstore) left it:
+    # it holds nothing to lose and must not block every later open.
+    path = tmp_path / "empty.db"
+    path.touch(mode=0o644)
+    async with MemoryStore.open(path) as store:
+        assert await store.check() == []
+    assert path.stat().st_mode & 0o777 == 0o600
 
 
 def test_many_processes_creating_one_new_database_all_get_it(tmp_path: Path) -> None:

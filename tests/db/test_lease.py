@@ -115,7 +115,7 @@ async def test_a_pid_that_now_belongs_to_another_process_is_not_taken_for_alive(
             lease_started=started, lease_expires_at=10.0**10,
         )  # fmt: skip
         with pytest.raises(LeaseHeldError) as held:
-            await handle(store).compact()  # type: ignore[attr-defined]
+            await handle(store).compact(wait=False)  # type: ignore[attr-defined]
         assert held.value.holder == "alive" and held.value.pid == other.pid
     finally:
         other.kill()
@@ -131,7 +131,7 @@ async def test_a_holder_on_another_host_is_waited_for_until_its_lease_runs_out(
         lease_started=None, lease_expires_at=db_clock.now + 8,
     )  # fmt: skip
     with pytest.raises(LeaseHeldError) as held:
-        await handle(store).compact()  # type: ignore[attr-defined]
+        await handle(store).compact(wait=False)  # type: ignore[attr-defined]
     assert (held.value.holder, held.value.host) == ("far:1:x", "elsewhere")
     assert held.value.expires_in == pytest.approx(8)
     assert "far:1:x" in str(held.value) and "8.0s" in str(held.value)
@@ -153,7 +153,7 @@ async def test_a_worker_whose_clock_runs_ahead_takes_no_live_lease(
     real = __import__("time").time
     monkeypatch.setattr("time.time", lambda: real() + 20)  # this worker's clock, 20 s ahead
     with pytest.raises(LeaseHeldError):
-        await handle(store).compact()  # type: ignore[attr-defined]
+        await handle(store).compact(wait=False)  # type: ignore[attr-defined]
 
 
 # -- heartbeats -------------------------------------------------------------------------------
@@ -187,7 +187,7 @@ async def test_a_holder_renews_its_lease_while_its_summarizer_runs(db_path: Path
         await asyncio.sleep(2.5)  # two and a half leases: only heartbeats keep it
         other = store.session("s", estimator=WordEstimator(), limits=LIMITS, summarizer=quick)
         with pytest.raises(LeaseHeldError):
-            await other.compact()
+            await other.compact(wait=False)
         gate.open.set()
         report = await running
         assert report is not None and report.took_over_from is None
@@ -237,7 +237,7 @@ async def test_a_holder_whose_lease_was_taken_stops_and_commits_nothing(
     async with MemoryStore.open(db_path, settings=settings) as store:
         await fill(store)
         gate = Gate()
-        running = asyncio.create_task(handle(store, gate).compact())  # type: ignore[attr-defined]
+        running = asyncio.create_task(handle(store, gate).compact(wait=False))  # type: ignore[attr-defined]
         await gate.entered.wait()
         # Another worker took the lease over (this one paused past it, say).
         await set_holder(

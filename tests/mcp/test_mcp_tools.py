@@ -18,6 +18,7 @@ from memstore.render.input import MEMORIES_CLOSE, TOOL_LABEL, memories_message
 WRITING = {"remember", "forget", "append_to_session", "consolidate"}
 ALL_TOOLS = WRITING | {
     "recall",
+    "search",
     "list_memories",
     "build_model_input",
     "show_session",
@@ -191,7 +192,6 @@ async def test_stored_text_stays_labelled_as_data(store: MemoryStore) -> None:
         ),
         ("build_model_input", {"session_id": "s", "scopes": ["bad scope"]}, "scopes"),
         ("show_session", {}, "session_id"),
-        ("no_such_tool", {}, "name"),
     ],
 )
 async def test_bad_arguments_are_tool_errors_naming_the_field(

@@ -1,8 +1,10 @@
 """``memstore mcp --http HOST:PORT``: the server over streamable HTTP, guarded.
 
-* **Loopback by default.** ``--http 8765`` (or ``:8765``) listens on 127.0.0.1. A loopback
-  bind gets the SDK's DNS-rebinding protection: requests must name a loopback ``Host`` (and
-  ``Origin``, when a browser sends one).
+* **Loopback by default.** ``--http 8765`` (or ``:8765``) listens on 127.0.0.1. Every bind
+  without a token (any loopback address: 127.0.0.2 as well as 127.0.0.1, ``localhost``,
+  ``::1``) gets DNS-rebinding protection: requests must name this machine in ``Host`` (and
+  ``Origin``, when a browser sends one), or they get 421/403. The SDK turns it on by itself
+  only for 127.0.0.1, ``localhost`` and ``::1``; memstore asks for it explicitly.
 * **Anything else needs a token.** A bind to any other address (``0.0.0.0``, a LAN address,
   a host name that is not ``localhost``) is refused unless a bearer token is configured
   (:func:`memstore.config.mcp_token`).
@@ -23,6 +25,7 @@ import socket
 from typing import Any
 
 import uvicorn
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -123,9 +126,26 @@ class BearerToken:
         await self.app(scope, receive, send)
 
 
+def rebinding_guard(host: str) -> TransportSecuritySettings:
+    """Requests to a token-less server must name this machine: the bound address, or any
+    loopback name, with any port."""
+    shown = f"[{host}]" if ":" in host else host
+    hosts = {shown, "127.0.0.1", "localhost", "[::1]"}
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{name}:*" for name in sorted(hosts)],
+        allowed_origins=[f"http://{name}:*" for name in sorted(hosts)],
+    )
+
+
 def http_app(server: McpServer, host: str, token: str | None) -> Any:
-    """The ASGI app: the SDK's streamable HTTP endpoint, behind the token if there is one."""
-    app: ASGIApp = server.server.streamable_http_app(streamable_http_path=ENDPOINT, host=host)
+    """The ASGI app: the SDK's streamable HTTP endpoint, behind the token if there is one,
+    and guarded against DNS rebinding if there is none."""
+    app: ASGIApp = server.server.streamable_http_app(
+        streamable_http_path=ENDPOINT,
+        host=host,
+        transport_security=None if token is not None else rebinding_guard(host),
+    )
     return app if token is None else BearerToken(app, token)
 
 

@@ -4,14 +4,17 @@ The low-level server, not the decorator API, because memstore already has what t
 would generate: JSON schemas written for a model to read, and validation that names the
 offending field. A call runs in this order:
 
-1. an unknown tool, or a writing tool on a read-only server, is refused;
+1. an unknown tool is a JSON-RPC error (invalid params, as the MCP spec asks); a writing
+   tool on a read-only server is a tool error;
 2. ``None`` arguments are dropped (a model often sends ``null`` for "not given"), then the
    arguments are checked against the tool's schema (required, unexpected, JSON types);
 3. the tool calls the public API. A :class:`~memstore.errors.MemstoreError` becomes an MCP
    tool error (``isError``) carrying memstore's one-line message, never a traceback; the
    message names the bad argument, as the API names it.
 
-A failed resource read is a JSON-RPC error with the same one-line message.
+A failed resource read is a JSON-RPC error with the same one-line message. Listings are never
+paginated (they are short), so any ``cursor`` a client sends is one this server never issued:
+an invalid-params error, not a silent first page.
 """
 
 from __future__ import annotations
@@ -47,6 +50,15 @@ def tool_error(message: str) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=message)], is_error=True
     )
+
+
+def refuse_cursor(params: types.PaginatedRequestParams | None) -> None:
+    """Listings come whole, on one page: a cursor is one this server never issued."""
+    if params is not None and params.cursor is not None:
+        raise MCPError(
+            types.INVALID_PARAMS,
+            "cursor: not a cursor this server issued (its listings are never paginated)",
+        )
 
 
 def definition(tool: Tool) -> types.Tool:
@@ -99,6 +111,7 @@ class McpServer:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        refuse_cursor(params)
         offered = [t for t in self.tools.values() if not (self.read_only and t.changes_state)]
         return types.ListToolsResult(tools=[definition(tool) for tool in offered])
 
@@ -111,7 +124,11 @@ class McpServer:
         """Run one tool call (steps 1-3 of the module docstring)."""
         tool = self.tools.get(name)
         if tool is None:
-            return tool_error(f"name: no tool {name[:64]!r} (known: {', '.join(self.tools)})")
+            raise MCPError(
+                types.INVALID_PARAMS,
+                f"Unknown tool: {name[:64]!r} (known: {', '.join(self.tools)})",
+                {"name": name[:64]},
+            )
         if self.read_only and tool.changes_state:
             return tool_error(
                 f"{name}: this server is read-only (memstore mcp --read-only); nothing was written"
@@ -129,6 +146,7 @@ class McpServer:
     async def _list_resources(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
+        refuse_cursor(params)
         try:
             listed = await self.resources.listed()
         except MemstoreError as error:
@@ -145,6 +163,7 @@ class McpServer:
     async def _list_templates(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
+        refuse_cursor(params)
         return types.ListResourceTemplatesResult(
             resource_templates=[
                 types.ResourceTemplate(

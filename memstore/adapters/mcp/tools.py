@@ -15,10 +15,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from memstore.adapters.mcp.render import as_json, counted, memories_view, reports_view, session_view
+from memstore.adapters.mcp.render import (
+    as_json,
+    counted,
+    memories_view,
+    reports_view,
+    search_view,
+    session_view,
+)
 from memstore.core.ltm_entries import DEFAULT_SCOPE, validate_scope
+from memstore.core.search_terms import SearchScope, search_terms, validate_limit
 from memstore.core.tokens import RecordedEstimator, TokenEstimator
+from memstore.core.validation import validate_session_id
 from memstore.core.values import CompactionReport, MemoryKind, MemoryRole, Priority
+from memstore.db import reads
+from memstore.db import search as search_db
 from memstore.errors import SessionNotFoundError, ValidationError
 from memstore.memory.session import SessionMemory
 from memstore.memory.store import MemoryStore
@@ -147,6 +158,35 @@ class McpTools:
         shown = entries[:MAX_LISTED_ENTRIES]
         return memories_view(shown, more=len(entries) - len(shown))
 
+    async def search(
+        self,
+        query: str,
+        session_id: str | None = None,
+        scope: str | None = None,
+        limit: int = 10,
+    ) -> str:
+        """``store.search``, confined: a pinned server searches long-term entries of its scope
+        only (sessions have no scope yet: their history is searched as the other tools read
+        it). ``session_id`` narrows the history to one session (and, without ``scope``,
+        leaves long-term memory out)."""
+        terms = search_terms(query)
+        scopes: tuple[str, ...] | None
+        if scope is not None:
+            scopes = (self.confined(scope),)
+        elif self.pinned is not None:
+            scopes = (self.pinned,)
+        else:
+            scopes = None if session_id is None else ()
+        sessions = None if session_id is None else (validate_session_id(session_id),)
+        hits = await search_db.search(
+            self.store.database,
+            terms,
+            SearchScope(sessions, scopes),
+            validate_limit(limit),
+            reads.utcnow(),
+        )
+        return search_view(hits)
+
     # -- working memory ------------------------------------------------------------------
 
     async def _open_or_create(self, session_id: str) -> SessionMemory:
@@ -227,11 +267,7 @@ class McpTools:
     # -- the list ------------------------------------------------------------------------
 
     def tools(self) -> list[Tool]:
-        """Every tool, in the order a client lists them.
-
-        A ``search`` tool over everything ever stored belongs here, beside ``recall``, once
-        the store can search: it only reads, and renders its matches as these tools do.
-        """
+        """Every tool, in the order a client lists them."""
         scope = {"scope": self.scope_schema()}
         value = {
             "type": ["string", "number", "integer", "boolean", "array", "object"],
@@ -276,6 +312,31 @@ class McpTools:
                     }
                 ),
                 self.list_memories,
+            ),
+            Tool(
+                "search",
+                "Search everything ever stored for words: every session's items (also those "
+                "compaction removed, with their fate) and summaries, and long-term memories. "
+                "Best match first.",
+                _object(
+                    {
+                        "query": {"type": "string", "description": "Words to look for."},
+                        "session_id": SESSION_ID
+                        | {
+                            "description": "Only this session's history (and no memories "
+                            "unless scope is given)."
+                        },
+                        **scope,
+                        "limit": {
+                            "type": "integer",
+                            "minimum": 1,
+                            "maximum": 1000,
+                            "description": "Hits to return at most (10).",
+                        },
+                    },
+                    "query",
+                ),
+                self.search,
             ),
             Tool(
                 "append_to_session",
