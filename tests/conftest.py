@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import os
 import socket
@@ -61,6 +62,8 @@ def hermetic(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
 #: Set by .ci/run (a throwaway cluster); without it the PostgreSQL variants are skipped.
 POSTGRES_URL = os.environ.get("MEMSTORE_TEST_POSTGRES_URL")
 BACKENDS = ["sqlite", "postgres"]
+#: Why a PostgreSQL variant did not run.
+POSTGRES_SKIPPED = "PostgreSQL variant: set MEMSTORE_TEST_POSTGRES_URL (.ci/run starts a cluster)"
 
 
 async def reset_postgres(url: str) -> None:
@@ -79,9 +82,22 @@ def backend_url_for(backend: str, tmp_path: Path) -> str:
     if backend == "sqlite":
         return str(tmp_path / "memory.db")
     if not POSTGRES_URL:
-        pytest.skip("PostgreSQL variant: set MEMSTORE_TEST_POSTGRES_URL (.ci/run starts a cluster)")
+        pytest.skip(POSTGRES_SKIPPED)
     asyncio.run(reset_postgres(POSTGRES_URL))
     return POSTGRES_URL
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Every PostgreSQL variant skipped for want of a server, wherever it was skipped, is
+    reported at one place, so the summary folds them into one line with their count."""
+    report = yield
+    if report.skipped and isinstance(report.longrepr, tuple):
+        reason = str(report.longrepr[2])
+        if "PostgreSQL variant" in reason:
+            here = backend_url_for.__code__
+            report.longrepr = (here.co_filename, here.co_firstlineno, POSTGRES_SKIPPED)
+    return report
 
 
 @pytest.fixture(params=BACKENDS)
@@ -245,6 +261,41 @@ def memstore_command() -> list[str]:
 
 
 def memstore_cli(
+    db: Path | str, *args: str, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``memstore --db DB ARGS...`` run in this process by click's runner: its exit code,
+    standard output and standard error, as a user's shell would get them, without starting
+    an interpreter per call. Output is not a terminal (piped widths, no colour), and the
+    environment is this process's. An exception the CLI does not turn into a message (a bug,
+    where a user would see a traceback) is raised here rather than printed.
+
+    :func:`memstore_process` runs the installed executable instead, for the few tests that
+    prove the entry point itself.
+    """
+    argv = ["--db", str(db), *args]
+
+    def invoke() -> subprocess.CompletedProcess[str]:
+        from click.testing import CliRunner
+
+        from memstore.cli import main
+
+        with contextlib.chdir(cwd or Path.cwd()):
+            result = CliRunner().invoke(main, argv, prog_name="memstore", catch_exceptions=False)
+        return subprocess.CompletedProcess(
+            ["memstore", *argv], result.exit_code, result.stdout, result.stderr
+        )
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return invoke()
+    # Called from a coroutine: the command runs its own event loop, which needs a thread
+    # without one.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(invoke).result()
+
+
+def memstore_process(
     db: Path | str, *args: str, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     """``memstore --db DB ARGS...`` run as a user runs it: the installed executable, a
