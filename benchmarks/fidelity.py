@@ -55,10 +55,10 @@ from pathlib import Path
 from typing import Any
 
 from memstore import ExtractiveSummarizer, MemoryLimits, MemoryStore, TiktokenEstimator
-from memstore.model import ITEM_OVERHEAD_TOKENS
-from memstore.recall import RECALL_CLOSE, RECALL_OPEN
-from memstore.responses import SUMMARY_PREAMBLE
-from memstore.search_model import STOPWORDS
+from memstore.core.search_terms import STOPWORDS
+from memstore.core.values import ITEM_OVERHEAD_TOKENS
+from memstore.render.input import SUMMARY_PREAMBLE
+from memstore.render.recall import RECALL_CLOSE, RECALL_OPEN
 
 CHITCHAT = "chitchat-dataset==0.9.0"
 CHITCHAT_SHA256 = "d2a5d0bf6acf354fef51f3af39cbece2220d3b8f6086b658c3d335105798312a"

@@ -33,7 +33,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from memstore import MemoryStore
-from memstore.mcp.server import McpServer
+from memstore.adapters.mcp.server import McpServer
 
 TEXT = "payment-service p95 latency is {n}ms and the fraud-service queue is growing"
 MEMSTORE = str(Path(sys.executable).with_name("memstore"))

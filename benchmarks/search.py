@@ -34,8 +34,8 @@ import fidelity
 from suite import SETTINGS, history_records
 
 from memstore import MemoryLimits, MemoryStore, TiktokenEstimator
+from memstore.core.search_terms import search_terms
 from memstore.db.search import FTS_TABLES
-from memstore.search_model import search_terms
 
 NO_COMPACTION = MemoryLimits(hard=10**9, target=10**8, keep_recent=4)
 WORK_DIR: str | None = None

@@ -36,12 +36,12 @@ from typing import Any
 from many_workers import create, create_raw_table, memstore_worker, raw_worker, run_processes
 
 from memstore import MemoryLimits, MemoryStore, Settings, TiktokenEstimator, WordEstimator
+from memstore.core.policy import plan_compaction
+from memstore.core.values import MemoryKind, MemoryRole, Priority
 from memstore.db import compaction, lease, reads
 from memstore.db.append import NewItem, append_item
 from memstore.db.compaction import CommitContext
 from memstore.db.connection import WRITE_OPTION, sqlite_engine
-from memstore.model import MemoryKind, MemoryRole, Priority
-from memstore.policy import plan_compaction
 
 SETTINGS = Settings.from_env()
 SYNC = SETTINGS.sqlite_synchronous

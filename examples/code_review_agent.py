@@ -43,6 +43,7 @@ from memstore import MemoryKind, MemoryStore, Priority
 from memstore.agent import Agent, Tool, TurnResult
 from memstore.cli.chat import compaction_line, tool_line
 from memstore.config import ModelSettings
+from memstore.model_side.openai_call import make_client
 from memstore.offline_model import (
     Reply,
     StandInModel,
@@ -54,8 +55,7 @@ from memstore.offline_model import (
     text_reply,
     tool_call_reply,
 )
-from memstore.responses import MEMORIES_CLOSE, MEMORIES_OPEN
-from memstore.responses_client import make_client
+from memstore.render.input import MEMORIES_CLOSE, MEMORIES_OPEN
 
 SCOPE = "agent:code-reviewer"
 #: Files larger than this are not read whole into a model's context.

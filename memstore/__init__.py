@@ -16,6 +16,18 @@ from memstore.version import __version__
 
 if TYPE_CHECKING:
     from memstore.config import Settings
+    from memstore.core.search_terms import SearchHit
+    from memstore.core.summarizers import ExtractiveSummarizer
+    from memstore.core.tokens import ByteEstimator, TiktokenEstimator, TokenEstimator, WordEstimator
+    from memstore.core.values import (
+        CompactionReport,
+        MemoryItem,
+        MemoryKind,
+        MemoryLimits,
+        MemoryRole,
+        Priority,
+        SessionInfo,
+    )
     from memstore.errors import (
         CompactionConflictError,
         ConfigurationError,
@@ -47,27 +59,15 @@ if TYPE_CHECKING:
         ValidationError,
         VersionConflictError,
     )
-    from memstore.ltm import LongTermChange, LongTermEntry, LongTermMemory
-    from memstore.model import (
-        CompactionReport,
-        MemoryItem,
-        MemoryKind,
-        MemoryLimits,
-        MemoryRole,
-        Priority,
-        SessionInfo,
-    )
-    from memstore.openai_summarizer import OpenAISummarizer
-    from memstore.search_model import SearchHit
-    from memstore.session import SessionMemory
-    from memstore.store import MemoryStore
-    from memstore.summarizers import ExtractiveSummarizer
-    from memstore.tokens import ByteEstimator, TiktokenEstimator, TokenEstimator, WordEstimator
+    from memstore.memory.long_term import LongTermChange, LongTermEntry, LongTermMemory
+    from memstore.memory.session import SessionMemory
+    from memstore.memory.store import MemoryStore
+    from memstore.model_side.openai_summarizer import OpenAISummarizer
 
 _EXPORTS = {
-    "ByteEstimator": "memstore.tokens",
+    "ByteEstimator": "memstore.core.tokens",
     "CompactionConflictError": "memstore.errors",
-    "CompactionReport": "memstore.model",
+    "CompactionReport": "memstore.core.values",
     "ConfigurationError": "memstore.errors",
     "ConflictError": "memstore.errors",
     "ConnectionFailedError": "memstore.errors",
@@ -75,45 +75,45 @@ _EXPORTS = {
     "DatabaseMissingError": "memstore.errors",
     "EntryNotFoundError": "memstore.errors",
     "EstimatorMismatchError": "memstore.errors",
-    "ExtractiveSummarizer": "memstore.summarizers",
+    "ExtractiveSummarizer": "memstore.core.summarizers",
     "IdempotencyConflictError": "memstore.errors",
     "KindRoleMismatchError": "memstore.errors",
     "LeaseHeldError": "memstore.errors",
     "LeaseLostError": "memstore.errors",
     "LockTimeoutError": "memstore.errors",
-    "LongTermChange": "memstore.ltm",
-    "LongTermEntry": "memstore.ltm",
-    "LongTermMemory": "memstore.ltm",
-    "MemoryItem": "memstore.model",
-    "MemoryKind": "memstore.model",
-    "MemoryLimits": "memstore.model",
-    "MemoryRole": "memstore.model",
-    "MemoryStore": "memstore.store",
+    "LongTermChange": "memstore.memory.long_term",
+    "LongTermEntry": "memstore.memory.long_term",
+    "LongTermMemory": "memstore.memory.long_term",
+    "MemoryItem": "memstore.core.values",
+    "MemoryKind": "memstore.core.values",
+    "MemoryLimits": "memstore.core.values",
+    "MemoryRole": "memstore.core.values",
+    "MemoryStore": "memstore.memory.store",
     "MemstoreError": "memstore.errors",
     "ModelCallError": "memstore.errors",
     "ModelConfigurationError": "memstore.errors",
     "ModelError": "memstore.errors",
     "NotADatabaseError": "memstore.errors",
     "NotFoundError": "memstore.errors",
-    "OpenAISummarizer": "memstore.openai_summarizer",
-    "Priority": "memstore.model",
+    "OpenAISummarizer": "memstore.model_side.openai_summarizer",
+    "Priority": "memstore.core.values",
     "ReadOnlyDatabaseError": "memstore.errors",
     "SchemaError": "memstore.errors",
     "SchemaOutdatedError": "memstore.errors",
     "SchemaTooNewError": "memstore.errors",
-    "SearchHit": "memstore.search_model",
-    "SessionInfo": "memstore.model",
-    "SessionMemory": "memstore.session",
+    "SearchHit": "memstore.core.search_terms",
+    "SessionInfo": "memstore.core.values",
+    "SessionMemory": "memstore.memory.session",
     "SessionNotFoundError": "memstore.errors",
     "Settings": "memstore.config",
     "StorageError": "memstore.errors",
     "StorageFullError": "memstore.errors",
-    "TiktokenEstimator": "memstore.tokens",
-    "TokenEstimator": "memstore.tokens",
+    "TiktokenEstimator": "memstore.core.tokens",
+    "TokenEstimator": "memstore.core.tokens",
     "ToolLoopError": "memstore.errors",
     "ValidationError": "memstore.errors",
     "VersionConflictError": "memstore.errors",
-    "WordEstimator": "memstore.tokens",
+    "WordEstimator": "memstore.core.tokens",
 }
 
 

@@ -9,7 +9,7 @@ from agents import Agent, Runner, function_tool
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from memstore import MemoryLimits, WordEstimator
-from memstore.openai_agents import MemstoreSession
+from memstore.adapters.agents_sdk import MemstoreSession
 
 
 @function_tool

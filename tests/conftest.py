@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from memstore import MemoryKind, MemoryLimits, MemoryStore, Priority, WordEstimator
-from memstore.model import DEFAULT_KIND, LIMIT_VARIABLES, MemoryItem
+from memstore.core.values import DEFAULT_KIND, LIMIT_VARIABLES, MemoryItem
 
 #: Fixtures that live beside their helpers: the bad-input modules' (``template``, ``memory``)
 #: and the loop-commit modules' (``commits``, ``warm``).
@@ -371,7 +371,7 @@ async def mcp_client(store: MemoryStore, **options: Any) -> AsyncIterator[Any]:
     server's (``scope``, ``read_only``)."""
     from mcp import Client
 
-    from memstore.mcp.server import McpServer
+    from memstore.adapters.mcp.server import McpServer
 
     server = McpServer(store, estimator=WordEstimator(), **options)
     async with Client(server.server, mode="legacy") as client:

@@ -21,9 +21,10 @@ from memstore import (
     Priority,
     WordEstimator,
 )
-from memstore.agent import DEFAULT_INSTRUCTIONS, Agent, Tool, check_arguments
+from memstore.core.summarizers import ExtractiveSummarizer
 from memstore.errors import ConfigurationError, ModelCallError, ToolLoopError
-from memstore.offline_model import (
+from memstore.model_side.agent import DEFAULT_INSTRUCTIONS, Agent, Tool, check_arguments
+from memstore.model_side.stand_in_server import (
     Reply,
     StandInModel,
     error_reply,
@@ -32,8 +33,7 @@ from memstore.offline_model import (
     text_reply,
     tool_call_reply,
 )
-from memstore.responses import MEMORIES_OPEN
-from memstore.summarizers import ExtractiveSummarizer
+from memstore.render.input import MEMORIES_OPEN
 
 SCOPE = "user:alice"
 MODEL = "gpt-agent-test"

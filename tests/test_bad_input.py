@@ -38,7 +38,7 @@ from memstore import (
     ValidationError,
     WordEstimator,
 )
-from memstore.model import parse_kind, parse_priority, parse_role
+from memstore.core.values import parse_kind, parse_priority, parse_role
 
 # -- content ---------------------------------------------------------------------------------
 

@@ -9,10 +9,7 @@ import pytest
 from conftest import assert_valid_responses_input
 
 from memstore import MemoryLimits, MemoryStore, WordEstimator
-from memstore.errors import ValidationError
-from memstore.model import Fate, MemoryItem, MemoryKind, MemoryRole, Priority
-from memstore.policy import Snapshot, plan_compaction
-from memstore.response_items import (
+from memstore.core.carried_items import (
     FILE_REFERENCE_TOKENS,
     IMAGE_TOKENS,
     LOW_DETAIL_IMAGE_TOKENS,
@@ -20,7 +17,10 @@ from memstore.response_items import (
     count_tokens,
     parse_item,
 )
-from memstore.units import units, valid_input
+from memstore.core.policy import Snapshot, plan_compaction
+from memstore.core.units import units, valid_input
+from memstore.core.values import Fate, MemoryItem, MemoryKind, MemoryRole, Priority
+from memstore.errors import ValidationError
 
 
 def call(call_id: str, name: str = "lookup", arguments: str = '{"order": 4}') -> dict[str, Any]:
@@ -180,7 +180,7 @@ def test_compaction_never_splits_a_unit_and_keeps_pending_calls() -> None:
     for unit in units(items):
         assert unit.ids <= kept or not unit.ids & kept  # whole units only
     assert items[-1].id in kept  # the pending call stays
-    from memstore.responses import build_input
+    from memstore.render.input import build_input
 
     assert_valid_responses_input(build_input(plan.kept, plan.summary))
 
@@ -233,7 +233,7 @@ async def test_pop_and_clear_keep_their_rows_and_pass_replay(any_store: MemorySt
     assert {Fate.POPPED, Fate.CLEARED} <= fates
     assert await store.check("rewind") == []
     history = await store.history("rewind")
-    from memstore.replay import verify
+    from memstore.core.replay import verify
 
     assert verify(history) == []
     assert await memory.pop_item() is None

@@ -21,7 +21,7 @@ import pytest
 from conftest import table_counts
 from ltmsupport import FakeClock, install_clock, ltm_counts
 
-import memstore.ltm
+import memstore.memory.long_term
 from memstore import (
     ConflictError,
     LongTermChange,
@@ -306,7 +306,7 @@ async def test_overwriting_an_expired_entry_records_its_expiry(
 async def test_prune_works_in_batches(
     any_store: MemoryStore, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(memstore.ltm, "PRUNE_BATCH", 4)
+    monkeypatch.setattr(memstore.memory.long_term, "PRUNE_BATCH", 4)
     for i in range(11):
         await any_store.ltm.set(f"k{i:02}", i, scope="user:alice", ttl=1 + i)
     await any_store.ltm.set("stays", 1, scope="user:alice")

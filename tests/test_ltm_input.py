@@ -29,9 +29,10 @@ from memstore import (
     ValidationError,
     WordEstimator,
 )
-from memstore.ltm import fit_memories
-from memstore.model import ITEM_OVERHEAD_TOKENS, SUMMARY_OVERHEAD_TOKENS
-from memstore.responses import (
+from memstore.core.values import ITEM_OVERHEAD_TOKENS, SUMMARY_OVERHEAD_TOKENS
+from memstore.memory.long_term import fit_memories
+from memstore.memory.session import SessionMemory
+from memstore.render.input import (
     MEMORIES_CLOSE,
     MEMORIES_OPEN,
     MEMORIES_PREAMBLE,
@@ -39,7 +40,6 @@ from memstore.responses import (
     memories_message,
     memory_line,
 )
-from memstore.session import SessionMemory
 
 LIMITS = MemoryLimits(hard=200, target=120, keep_recent=2)  # default ltm_budget: 80
 WORDS = WordEstimator()

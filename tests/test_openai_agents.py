@@ -18,8 +18,8 @@ from openai.types.responses import ResponseReasoningItem
 from openai.types.responses.response_reasoning_item import Summary
 
 from memstore import MemoryLimits, MemoryStore, WordEstimator
-from memstore.model import Fate
-from memstore.openai_agents import MemstoreSession
+from memstore.adapters.agents_sdk import MemstoreSession
+from memstore.core.values import Fate
 
 HERE = Path(__file__).parent
 
@@ -45,7 +45,9 @@ def session_on(store: MemoryStore, session_id: str = "chat-1", **options: Any) -
 
 
 def test_importable_without_the_sdk() -> None:
-    code = "import sys; sys.modules['agents'] = None; import memstore.openai_agents; print('ok')"
+    code = (
+        "import sys; sys.modules['agents'] = None; import memstore.adapters.agents_sdk; print('ok')"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.strip() == "ok", done.stderr
 

@@ -1,8 +1,8 @@
 """OpenAISummarizer through the real ``openai`` client, against a stand-in ``/v1/responses``.
 
-The stand-in (memstore.offline_model) records every request: these tests assert what is sent
-(the contract as instructions, the data fenced and escaped, never the noise) and what the
-store makes of each answer, including every way the call can fail.
+The stand-in (memstore.model_side.stand_in_server) records every request: these tests assert what is
+sent (the contract as instructions, the data fenced and escaped, never the noise) and what the store
+makes of each answer, including every way the call can fail.
 """
 
 from __future__ import annotations
@@ -16,17 +16,10 @@ from conftest import WORKED_FIFTH, WORKED_ITEMS, WORKED_LIMITS
 from openai import AsyncOpenAI
 
 from memstore import MemoryLimits, MemoryStore, OpenAISummarizer, Settings, WordEstimator
+from memstore.core.summarizers import SummaryText
 from memstore.errors import ModelCallError
-from memstore.offline_model import (
-    Reply,
-    StandInModel,
-    error_reply,
-    extractive_brain,
-    input_items,
-    text_of,
-    text_reply,
-)
-from memstore.openai_summarizer import (
+from memstore.memory.session import SessionMemory
+from memstore.model_side.openai_summarizer import (
     ITEMS_CLOSE,
     ITEMS_OPEN,
     PREVIOUS_CLOSE,
@@ -35,8 +28,15 @@ from memstore.openai_summarizer import (
     parse_summary_request,
     render_summary_request,
 )
-from memstore.session import SessionMemory
-from memstore.summarizers import SummaryText
+from memstore.model_side.stand_in_server import (
+    Reply,
+    StandInModel,
+    error_reply,
+    extractive_brain,
+    input_items,
+    text_of,
+    text_reply,
+)
 
 MODEL = "gpt-summary-test"
 

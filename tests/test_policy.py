@@ -6,8 +6,7 @@ import pytest
 from conftest import make_item
 
 from memstore import MemoryKind, MemoryLimits, MemoryRole, Priority, WordEstimator
-from memstore.model import MemoryItem
-from memstore.policy import (
+from memstore.core.policy import (
     Snapshot,
     bounded_view,
     needs_compaction,
@@ -16,6 +15,7 @@ from memstore.policy import (
     total_tokens,
     trim_to_tokens,
 )
+from memstore.core.values import MemoryItem
 
 count = WordEstimator().count
 

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from memstore import ConfigurationError, MemoryLimits, MemoryStore, WordEstimator
-from memstore.model import ITEM_OVERHEAD_TOKENS, SUMMARY_OVERHEAD_TOKENS
-from memstore.recall import RECALL_CLOSE, RECALL_OPEN, RECALL_PREAMBLE, fit_recall
-from memstore.responses import MEMORIES_PREAMBLE, SUMMARY_PREAMBLE
-from memstore.search_model import SearchHit
-from memstore.session import SessionMemory
+from memstore.core.search_terms import SearchHit
+from memstore.core.values import ITEM_OVERHEAD_TOKENS, SUMMARY_OVERHEAD_TOKENS
+from memstore.memory.session import SessionMemory
+from memstore.render.input import MEMORIES_PREAMBLE, SUMMARY_PREAMBLE
+from memstore.render.recall import RECALL_CLOSE, RECALL_OPEN, RECALL_PREAMBLE, fit_recall
 
 LIMITS = MemoryLimits(hard=300, target=200, keep_recent=2)
 WORDS = WordEstimator()
@@ -107,7 +107,7 @@ async def test_within_the_budget_to_the_token_and_the_hard_limit(any_store: Memo
 def hit(seq: int, words: int, score: float) -> SearchHit:
     from datetime import UTC, datetime
 
-    from memstore.model import MemoryItem, MemoryKind, MemoryRole, Priority
+    from memstore.core.values import MemoryItem, MemoryKind, MemoryRole, Priority
 
     text = " ".join(f"s{seq}w{i}" for i in range(words))
     item = MemoryItem(
@@ -178,7 +178,7 @@ async def test_a_match_comes_with_the_reply_to_it(any_store: MemoryStore) -> Non
 
 
 def test_of_a_superseded_summary_only_new_lines_are_recalled() -> None:
-    from memstore.recall import novel_passages
+    from memstore.render.recall import novel_passages
 
     old = SearchHit("summary", "Objective: Bergen trip\nHotel: Grand Fjord", 1.0, "", "trip")
     held = ["Working memory\nObjective: Bergen trip\nFerry: pier 7"]

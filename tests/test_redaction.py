@@ -12,8 +12,8 @@ import pytest
 from conftest import WORKED_FIFTH, WORKED_ITEMS, WORKED_LIMITS
 
 from memstore import MemoryStore, OpenAISummarizer, WordEstimator
-from memstore.offline_model import StandInModel, error_reply
-from memstore.redaction import REDACTED, redact
+from memstore.core.redaction import REDACTED, redact
+from memstore.model_side.stand_in_server import StandInModel, error_reply
 
 KEY = "sk-proj-Abc123def456GHI789jkl012MNO345"
 

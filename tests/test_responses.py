@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memstore import MemoryItem, MemoryLimits, MemoryStore, WordEstimator
-from memstore.responses import DECISION_LABEL, TOOL_LABEL, neutralise_labels
+from memstore.render.input import DECISION_LABEL, TOOL_LABEL, neutralise_labels
 
 #: Every line boundary ``str.splitlines`` knows.
 LINE_BREAKS = {

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from memstore import MemoryLimits, MemoryStore, ValidationError, WordEstimator
-from memstore.search_model import MAX_TERMS, search_terms
-from memstore.session import SessionMemory
+from memstore.core.search_terms import MAX_TERMS, search_terms
+from memstore.memory.session import SessionMemory
 
 LIMITS = MemoryLimits(hard=60, target=40, keep_recent=2)
 #: Said early, each with a word no filler uses; compaction removes them all.

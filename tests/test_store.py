@@ -31,7 +31,7 @@ from memstore import (
     WordEstimator,
 )
 from memstore.db import lease
-from memstore.responses import SUMMARY_PREAMBLE
+from memstore.render.input import SUMMARY_PREAMBLE
 
 
 @pytest.fixture

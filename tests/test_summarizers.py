@@ -5,8 +5,8 @@ from __future__ import annotations
 from conftest import make_item
 
 from memstore import ExtractiveSummarizer, MemoryKind, Priority, WordEstimator
-from memstore.model import MemoryItem
-from memstore.summarizers import parse_summary
+from memstore.core.summarizers import parse_summary
+from memstore.core.values import MemoryItem
 
 
 def item(

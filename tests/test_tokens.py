@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import memstore.tokens as tokens
+import memstore.core.tokens as tokens
 from memstore import (
     ByteEstimator,
     TiktokenEstimator,
@@ -21,7 +21,7 @@ from memstore import (
     ValidationError,
     WordEstimator,
 )
-from memstore.tokens import VOCABULARY_SHA256, estimator_from_name
+from memstore.core.tokens import VOCABULARY_SHA256, estimator_from_name
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FIRST = "Investigate checkout latency and remember that payment-service is involved."
@@ -311,8 +311,8 @@ def test_estimator_from_unknown_name(name: str, field: str) -> None:
 
 
 def test_recorded_estimator_loads_on_first_count_and_checks_its_name() -> None:
+    from memstore.core.tokens import RecordedEstimator
     from memstore.errors import ValidationError
-    from memstore.tokens import RecordedEstimator
 
     words = RecordedEstimator("words")
     assert words.name == "words" and words.count("a b c") == 3
@@ -323,7 +323,7 @@ def test_recorded_estimator_loads_on_first_count_and_checks_its_name() -> None:
 
 
 def test_recorded_estimator_refuses_a_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
-    import memstore.tokens as tokens
+    import memstore.core.tokens as tokens
     from memstore.errors import EstimatorMismatchError
 
     monkeypatch.setattr(tokens, "_vocabulary_candidates", lambda encoding: [])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from memstore import MemoryKind, MemoryLimits, MemoryStore, Priority, WordEstimator
-from memstore.tools import search_tool
+from memstore.model_side.agent_tools import search_tool
 
 
 async def test_search_memory_returns_passages_that_left_working_memory(

@@ -1,11 +1,11 @@
 """``memstore chat SESSION``: a Responses API agent whose memory is memstore, in a terminal.
 
-The agent is :class:`memstore.agent.Agent`: the session is its working memory (user turns,
-replies and its tool calls), the ``--scope`` long-term entries are in its model input, and
+The agent is :class:`memstore.model_side.agent.Agent`: the session is its working memory (user
+turns, replies and its tool calls), the ``--scope`` long-term entries are in its model input, and
 the model gets ``remember(key, value)`` and ``recall(key)`` over that scope, and
 ``search_memory(query)`` over the session's history. Each turn's input also recalls what left
-working memory and matches the user's message (``--no-recall``: not). Compactions are shown
-as they happen.
+working memory and matches the user's message (``--no-recall``: not). Compactions are shown as they
+happen.
 
 The model is configured like the official client: ``OPENAI_API_KEY`` (required),
 ``OPENAI_BASE_URL`` (any OpenAI-compatible server) and ``OPENAI_MODEL`` (or ``--model``).
@@ -31,14 +31,14 @@ from rich.text import Text
 
 from memstore.cli.output import console, preview
 from memstore.config import ModelSettings
+from memstore.core.ltm_entries import validate_scope
+from memstore.core.validation import validate_session_id
+from memstore.core.values import CompactionReport
 from memstore.errors import MemstoreError
-from memstore.ltm_model import validate_scope
-from memstore.model import CompactionReport
-from memstore.store import MemoryStore
-from memstore.validation import validate_session_id
+from memstore.memory.store import MemoryStore
 
 if TYPE_CHECKING:
-    from memstore.agent import Agent, ToolCall
+    from memstore.model_side.agent import Agent, ToolCall
 
 HELP = """\
 /memory  the working memory: tokens, items, summary, and the scope's long-term entries
@@ -147,9 +147,9 @@ async def run_chat(
     ui: ChatUI,
 ) -> int:
     """Open the store and the agent, then run every turn; return the number of turns."""
-    from memstore.agent import Agent
-    from memstore.responses_client import make_client
-    from memstore.summarizers import ExtractiveSummarizer
+    from memstore.core.summarizers import ExtractiveSummarizer
+    from memstore.model_side.agent import Agent
+    from memstore.model_side.openai_call import make_client
 
     out = ui.out
     client = make_client(settings, max_retries=max_retries)

@@ -9,7 +9,7 @@ import sys
 import click
 
 from memstore.cli.output import json_option, print_json
-from memstore.store import schema_status
+from memstore.memory.schema import schema_status
 
 
 @click.group("db")

@@ -20,12 +20,12 @@ from rich.table import Table
 from rich.text import Text
 
 from memstore.cli.output import console, is_terminal, preview
-from memstore.model import CompactionReport, MemoryItem, MemoryLimits, Priority
-from memstore.session import SessionMemory
-from memstore.store import MemoryStore
-from memstore.summarizers import ExtractiveSummarizer
-from memstore.tokens import TiktokenEstimator
-from memstore.validation import validate_session_id
+from memstore.core.summarizers import ExtractiveSummarizer
+from memstore.core.tokens import TiktokenEstimator
+from memstore.core.validation import validate_session_id
+from memstore.core.values import CompactionReport, MemoryItem, MemoryLimits, Priority
+from memstore.memory.session import SessionMemory
+from memstore.memory.store import MemoryStore
 
 #: Small limits, so a 24-turn script compacts a few times (defaults are 1500 / 900 / 4).
 DEMO_LIMITS = MemoryLimits(hard=480, target=320, keep_recent=4)

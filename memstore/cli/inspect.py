@@ -19,8 +19,8 @@ from memstore.cli.output import (
     print_json,
     run_with_store,
 )
-from memstore.model import CompactionReport, MemoryItem, SessionInfo
-from memstore.store import MemoryStore
+from memstore.core.values import CompactionReport, MemoryItem, SessionInfo
+from memstore.memory.store import MemoryStore
 
 if TYPE_CHECKING:
     from memstore.db.lease import LeaseHolder

@@ -17,10 +17,10 @@ from rich.table import Table
 from rich.text import Text
 
 from memstore.cli.output import console, json_option, preview, print_json, run_with_store
+from memstore.core.ltm_entries import DEFAULT_SCOPE
 from memstore.errors import EntryNotFoundError
-from memstore.ltm import LongTermChange, LongTermEntry
-from memstore.ltm_model import DEFAULT_SCOPE
-from memstore.store import MemoryStore
+from memstore.memory.long_term import LongTermChange, LongTermEntry
+from memstore.memory.store import MemoryStore
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -1,6 +1,6 @@
 """``memstore mcp``: serve the ``--db`` database over the Model Context Protocol.
 
-The server lives in :mod:`memstore.mcp`; this command checks the options, binds the HTTP
+The server lives in :mod:`memstore.adapters.mcp`; this command checks the options, binds the HTTP
 socket if asked, opens the store the way the other commands do (read-only with
 ``--read-only``) and serves until the client leaves (stdio) or the process is interrupted.
 Without the SDK (the ``mcp`` extra) it says how to install it, in one line.
@@ -15,8 +15,8 @@ import click
 
 from memstore.cli.output import run_with_store
 from memstore.config import MCP_TOKEN_VARIABLE, mcp_token
-from memstore.ltm_model import validate_scope
-from memstore.store import MemoryStore
+from memstore.core.ltm_entries import validate_scope
+from memstore.memory.store import MemoryStore
 
 if TYPE_CHECKING:
     import socket
@@ -56,7 +56,7 @@ def mcp_serve(
     if address is None and token_env is not None:
         raise click.UsageError("--token-env goes with --http (a stdio server has no token)")
     try:
-        from memstore.mcp.server import McpServer, new_session_estimator, serve_stdio
+        from memstore.adapters.mcp.server import McpServer, new_session_estimator, serve_stdio
     except ImportError as error:
         if (error.name or "").partition(".")[0] != "mcp":  # a broken install: let it show
             raise
@@ -65,7 +65,7 @@ def mcp_serve(
     sock: socket.socket | None = None
     token: str | None = None
     if address is not None:
-        from memstore.mcp.http import ENDPOINT, check_bind, listen, parse_address
+        from memstore.adapters.mcp.http import ENDPOINT, check_bind, listen, parse_address
 
         host, port = parse_address(address)
         token = mcp_token(token_env)
@@ -88,7 +88,7 @@ def mcp_serve(
         if sock is None:
             await serve_stdio(server)
         else:
-            from memstore.mcp.http import serve_http
+            from memstore.adapters.mcp.http import serve_http
 
             await serve_http(server, sock, token)
 

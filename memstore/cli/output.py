@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from memstore.store import MemoryStore
+from memstore.memory.store import MemoryStore
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])

@@ -19,9 +19,7 @@ from memstore.cli.output import (
     run_with_store,
     with_progress,
 )
-from memstore.errors import ValidationError
-from memstore.model import MemoryLimits, SessionHistory
-from memstore.replay import (
+from memstore.core.replay import (
     Outcome,
     ReplayEvent,
     actual_outcome,
@@ -30,9 +28,11 @@ from memstore.replay import (
     state_at,
     verify,
 )
-from memstore.responses import build_input
-from memstore.summarizers import ExtractiveSummarizer
-from memstore.tokens import estimator_from_name
+from memstore.core.summarizers import ExtractiveSummarizer
+from memstore.core.tokens import estimator_from_name
+from memstore.core.values import MemoryLimits, SessionHistory
+from memstore.errors import ValidationError
+from memstore.render.input import build_input
 
 
 def _event_json(event: ReplayEvent) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import click
 from rich.text import Text
 
 from memstore.cli.output import cell, console, json_option, listing, print_json, run_with_store
-from memstore.search_model import MAX_LIMIT, SearchHit
+from memstore.core.search_terms import MAX_LIMIT, SearchHit
 
 
 @click.command("search")

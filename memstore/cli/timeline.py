@@ -13,8 +13,8 @@ import shutil
 import click
 
 from memstore.cli.output import print_json, run_with_store
-from memstore.replay import initial_state, replay
-from memstore.timeline import Point, Timeline, session_timeline
+from memstore.core.replay import initial_state, replay
+from memstore.core.timeline import Point, Timeline, session_timeline
 
 #: The picture's height in rows: room for the limits to stand apart from the series.
 HEIGHT = 24

@@ -15,7 +15,7 @@ import click
 
 from memstore.cli.output import run_with_store, with_progress
 from memstore.errors import StorageError, ValidationError
-from memstore.store import MemoryStore
+from memstore.memory.store import MemoryStore
 
 
 @click.command("export")

@@ -10,12 +10,12 @@ from rich.table import Table
 
 from memstore.cli.inspect import reports_table
 from memstore.cli.output import console, json_option, plain, print_json, run_with_store
+from memstore.core.policy import CompactionPlan
+from memstore.core.tokens import TiktokenEstimator, TokenEstimator, WordEstimator
+from memstore.core.values import CompactionReport, MemoryItem, MemoryKind, MemoryRole, Priority
 from memstore.errors import MemstoreError, SessionNotFoundError
-from memstore.model import CompactionReport, MemoryItem, MemoryKind, MemoryRole, Priority
-from memstore.policy import CompactionPlan
-from memstore.session import SessionMemory
-from memstore.store import MemoryStore
-from memstore.tokens import TiktokenEstimator, TokenEstimator, WordEstimator
+from memstore.memory.session import SessionMemory
+from memstore.memory.store import MemoryStore
 
 ESTIMATORS = {"tiktoken": TiktokenEstimator, "words": WordEstimator}
 

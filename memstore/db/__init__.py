@@ -1,6 +1,6 @@
 """The only package that imports SQLAlchemy: engine, tables, migrations and queries.
 
-Callers get plain values (:mod:`memstore.model`) and memstore errors; no SQLAlchemy object or
+Callers get plain values (:mod:`memstore.core.values`) and memstore errors; no SQLAlchemy object or
 exception crosses this boundary.
 """
 

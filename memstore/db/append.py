@@ -30,12 +30,8 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, insert, select, update
 
-from memstore.db.connection import dialect_insert
-from memstore.db.engine import Database
-from memstore.db.reads import ITEM_COLUMNS, row_to_item, session_total, utcnow
-from memstore.db.tables import UTCDateTime, items, sessions
-from memstore.errors import EstimatorMismatchError, IdempotencyConflictError, ValidationError
-from memstore.model import (
+from memstore.core.carried_items import CALL_OUTPUTS
+from memstore.core.values import (
     ITEM_OVERHEAD_TOKENS,
     MemoryItem,
     MemoryKind,
@@ -43,7 +39,11 @@ from memstore.model import (
     MemoryRole,
     Priority,
 )
-from memstore.response_items import CALL_OUTPUTS
+from memstore.db.connection import dialect_insert
+from memstore.db.engine import Database
+from memstore.db.reads import ITEM_COLUMNS, row_to_item, session_total, utcnow
+from memstore.db.tables import UTCDateTime, items, sessions
+from memstore.errors import EstimatorMismatchError, IdempotencyConflictError, ValidationError
 
 
 @dataclass(frozen=True)

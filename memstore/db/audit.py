@@ -1,6 +1,6 @@
 """Raw facts for ``memstore check``: a session's ledger, read in one transaction.
 
-The invariants themselves are pure code in :mod:`memstore.invariants`; this module only
+The invariants themselves are pure code in :mod:`memstore.core.invariants`; this module only
 reads, so ``check`` runs on any database (even one written by another version) without
 changing it.
 """
@@ -13,10 +13,10 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, select, text
 
+from memstore.core.invariants import Ledger
 from memstore.db.engine import Database
 from memstore.db.search import FTS_TABLES, POSTGRES_INDEXES, TOKENIZER
 from memstore.db.tables import compactions, items, sessions, summaries
-from memstore.invariants import Ledger
 
 
 async def session_ids(db: Database) -> list[str]:

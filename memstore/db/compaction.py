@@ -31,13 +31,13 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, case, insert, select, update
 
+from memstore.core.policy import CompactionPlan
+from memstore.core.values import CompactionReport, MemoryLimits
 from memstore.db.engine import Database
 from memstore.db.lease import CLEARED
 from memstore.db.reads import report_from_record, session_total, utcnow
 from memstore.db.tables import UTCDateTime, compactions, items, sessions, summaries
 from memstore.errors import CompactionConflictError, LeaseLostError
-from memstore.model import CompactionReport, MemoryLimits
-from memstore.policy import CompactionPlan
 
 # -- the statements (bound parameters only; built once) ------------------------------------
 

@@ -47,7 +47,7 @@ from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.pool import QueuePool, StaticPool
 
 from memstore.config import Settings
-from memstore.db.errors import classify, translate_errors
+from memstore.db.driver_errors import classify, translate_errors
 from memstore.errors import (
     DatabaseMissingError,
     LockTimeoutError,

@@ -41,7 +41,7 @@ from memstore.db.connection import (
     sqlite_engine,
     sqlite_path,
 )
-from memstore.db.errors import DriverError, connection_failure, translate_errors
+from memstore.db.driver_errors import DriverError, connection_failure, translate_errors
 from memstore.db.readers import ReaderThreads
 from memstore.db.writer import DAMAGED, SqliteWriter
 from memstore.errors import (

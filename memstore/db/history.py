@@ -6,6 +6,7 @@ from functools import partial
 
 from sqlalchemy import Connection, select
 
+from memstore.core.values import SessionHistory
 from memstore.db.engine import Database
 from memstore.db.reads import (
     compaction_rows,
@@ -16,7 +17,6 @@ from memstore.db.reads import (
 )
 from memstore.db.tables import summaries
 from memstore.errors import SessionNotFoundError
-from memstore.model import SessionHistory
 
 
 async def load_history(db: Database, session_id: str) -> SessionHistory:

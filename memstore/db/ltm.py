@@ -7,9 +7,9 @@ so it rolls back and writes nothing. On PostgreSQL the row is locked with ``FOR 
 the write re-checks the version (a row count of 0 means another writer won; the transaction is
 retried, which then reports the conflict or applies an unconditional write on top).
 
-Values arrive validated (:mod:`memstore.ltm_model`); records leave as plain dicts whose keys
-are the fields of :class:`~memstore.ltm_model.LongTermEntry` and
-:class:`~memstore.ltm_model.LongTermChange`.
+Values arrive validated (:mod:`memstore.core.ltm_entries`); records leave as plain dicts whose keys
+are the fields of :class:`~memstore.core.ltm_entries.LongTermEntry` and
+:class:`~memstore.core.ltm_entries.LongTermChange`.
 """
 
 from __future__ import annotations

@@ -18,12 +18,8 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Row, and_, select
 
-from memstore.db.engine import Database
-from memstore.db.tables import compactions, items, sessions
-from memstore.errors import (
-    SessionNotFoundError,
-)
-from memstore.model import (
+from memstore.core.policy import Snapshot
+from memstore.core.values import (
     SUMMARY_OVERHEAD_TOKENS,
     CompactionReport,
     Fate,
@@ -34,7 +30,11 @@ from memstore.model import (
     Priority,
     SessionInfo,
 )
-from memstore.policy import Snapshot
+from memstore.db.engine import Database
+from memstore.db.tables import compactions, items, sessions
+from memstore.errors import (
+    SessionNotFoundError,
+)
 
 E = TypeVar("E", bound=Enum)
 #: The columns an item is read with, in the order :func:`row_to_item` unpacks them.

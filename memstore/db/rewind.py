@@ -19,12 +19,12 @@ from functools import partial
 
 from sqlalchemy import Connection, select
 
+from memstore.core.policy import CompactionPlan
+from memstore.core.values import CompactionReport, MemoryItem, MemoryLimits
 from memstore.db.compaction import CommitContext, commit_plan
 from memstore.db.engine import Database
 from memstore.db.reads import read_snapshot, utcnow
 from memstore.db.tables import sessions
-from memstore.model import CompactionReport, MemoryItem, MemoryLimits
-from memstore.policy import CompactionPlan
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ expression indexes); :data:`INDEX_TABLES` names what Alembic's comparisons must 
 
 A search runs one ranked query per source (items, summaries, entries), each returning its
 best ``limit`` rows, and keeps the best ``limit`` of them all. The words arrive already
-split (:func:`memstore.search_model.search_terms`) and each is quoted as a literal here, so
+split (:func:`memstore.core.search_terms.search_terms`) and each is quoted as a literal here, so
 no user text is ever parsed as query syntax. Every value is a bound parameter.
 """
 
@@ -23,11 +23,8 @@ from typing import Any
 
 from sqlalchemy import BindParameter, Connection, TextualSelect, bindparam, select, text
 
-from memstore.db.engine import Database
-from memstore.db.reads import ITEM_COLUMNS, row_to_item
-from memstore.db.tables import JSONDocument, UTCDateTime, items
-from memstore.ltm_model import LongTermEntry
-from memstore.search_model import (
+from memstore.core.ltm_entries import LongTermEntry
+from memstore.core.search_terms import (
     SNIPPET_CLOSE,
     SNIPPET_ELLIPSIS,
     SNIPPET_OPEN,
@@ -35,6 +32,9 @@ from memstore.search_model import (
     SearchHit,
     SearchScope,
 )
+from memstore.db.engine import Database
+from memstore.db.reads import ITEM_COLUMNS, row_to_item
+from memstore.db.tables import JSONDocument, UTCDateTime, items
 
 #: The FTS5 tables (SQLite) as migration 0008 made them: content table, its integer key and
 #: the indexed columns.
@@ -82,7 +82,7 @@ _ENTRY_TYPES = {
 def match_expression(terms: Sequence[str], dialect: str) -> str:
     """The words as *any-of* query text, each word a quoted literal of the dialect's syntax.
 
-    The words contain only letters and digits (:func:`~memstore.search_model.search_terms`);
+    The words contain only letters and digits (:func:`~memstore.core.search_terms.search_terms`);
     quoting them anyway keeps even a word such as ``NEAR`` or ``AND`` a word.
     """
     if dialect == "sqlite":

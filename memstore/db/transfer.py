@@ -16,18 +16,18 @@ from typing import Any
 from sqlalchemy import JSON, Connection, Table, insert, select
 
 from memstore.config import DEFAULT_MAX_ITEM_BYTES
-from memstore.db.engine import Database
-from memstore.db.tables import UTCDateTime, compactions, items, sessions, summaries
-from memstore.errors import ConflictError, SessionNotFoundError, ValidationError
-from memstore.model import Fate, check_kind_role, parse_kind, parse_priority, parse_role
-from memstore.response_items import parse_item
-from memstore.tokens import RecordedEstimator
-from memstore.validation import (
+from memstore.core.carried_items import parse_item
+from memstore.core.tokens import RecordedEstimator
+from memstore.core.validation import (
     check_storable,
     validate_idempotency_key,
     validate_session_id,
     validate_text,
 )
+from memstore.core.values import Fate, check_kind_role, parse_kind, parse_priority, parse_role
+from memstore.db.engine import Database
+from memstore.db.tables import UTCDateTime, compactions, items, sessions, summaries
+from memstore.errors import ConflictError, SessionNotFoundError, ValidationError
 
 EXPORT_FORMAT = 1
 #: Lease columns describe who is compacting *here, now*; they never travel.

@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 from sqlalchemy.engine import Connection, Engine
 
 from memstore.db.connection import WRITE_OPTION
-from memstore.db.errors import translate_errors
+from memstore.db.driver_errors import translate_errors
 from memstore.errors import CorruptDatabaseError, StorageError
 
 T = TypeVar("T")

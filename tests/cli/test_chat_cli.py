@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from memstore.cli import main
-from memstore.offline_model import (
+from memstore.model_side.stand_in_server import (
     Reply,
     StandInModel,
     current_turn,

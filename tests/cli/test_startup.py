@@ -44,8 +44,8 @@ def test_the_cli_show_path_loads_neither_the_orm_nor_other_backends(tmp_path: Pa
         "tiktoken",
         "rich.progress",
         "memstore.cli.chat",
-        "memstore.replay",
-        "memstore.ltm",
+        "memstore.core.replay",
+        "memstore.memory.long_term",
     ):
         assert heavy not in loaded, heavy
 

@@ -125,7 +125,7 @@ async def test_psycopg_driver_runs_the_same_store(postgres_url: str) -> None:
 
 
 async def test_long_session_replays_prunes_and_purges(any_store: MemoryStore) -> None:
-    from memstore.replay import verify
+    from memstore.core.replay import verify
 
     memory = any_store.session(
         "long", estimator=WordEstimator(), limits=MemoryLimits(hard=120, target=80, keep_recent=2)

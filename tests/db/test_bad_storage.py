@@ -348,7 +348,7 @@ async def test_a_row_that_is_not_utf8_fails_cleanly_and_its_chain_quotes_nothing
 ) -> None:
     import traceback
 
-    from memstore.db.errors import DriverError
+    from memstore.db.driver_errors import DriverError
 
     path = tmp_path / "bad-utf8.db"
     async with MemoryStore.open(path) as store:

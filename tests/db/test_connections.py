@@ -10,7 +10,7 @@ from conftest import POSTGRES_URL, memstore_cli
 from sqlalchemy.engine import make_url
 
 from memstore import ConnectionFailedError, MemoryStore, StorageError
-from memstore.db.errors import connection_failure
+from memstore.db.driver_errors import connection_failure
 
 SECRET = "hunter2-not-to-be-shown"
 

@@ -253,8 +253,8 @@ async def test_a_holder_whose_lease_was_taken_stops_and_commits_nothing(
 
 async def test_a_refused_commit_says_the_lease_was_taken_over(store: MemoryStore) -> None:
     from memstore import LeaseLostError
+    from memstore.core.policy import plan_compaction
     from memstore.db import compaction, reads
-    from memstore.policy import plan_compaction
 
     await fill(store)
     taken = await lease.acquire_lease(store.database, "s", "w1", 10.0)

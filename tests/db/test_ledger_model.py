@@ -29,9 +29,9 @@ from memstore import (
     MemoryStore,
     WordEstimator,
 )
+from memstore.core.policy import CompactionPlan, plan_compaction
 from memstore.db import compaction, lease, reads
 from memstore.db.compaction import CommitContext
-from memstore.policy import CompactionPlan, plan_compaction
 
 LIMITS = MemoryLimits(hard=10_000, target=40, keep_recent=2)
 LEASE_S = 10.0

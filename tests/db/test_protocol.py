@@ -11,11 +11,11 @@ from conftest import DatabaseClock, table_counts
 from sqlalchemy import Connection, event, update
 
 from memstore import CompactionConflictError, MemoryLimits, MemoryStore, StorageError, WordEstimator
+from memstore.core.policy import CompactionPlan, plan_compaction
+from memstore.core.values import Fate
 from memstore.db import compaction, lease, reads
 from memstore.db.compaction import CommitContext
 from memstore.db.tables import items
-from memstore.model import Fate
-from memstore.policy import CompactionPlan, plan_compaction
 
 #: Compactions here are forced: filling a session never reaches the hard limit.
 LIMITS = MemoryLimits(hard=100_000, target=30, keep_recent=1)

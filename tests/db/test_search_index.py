@@ -16,7 +16,7 @@ from sqlalchemy import create_engine
 
 from memstore import MemoryLimits, MemoryStore, WordEstimator
 from memstore.db.migrate import alembic_config
-from memstore.session import SessionMemory
+from memstore.memory.session import SessionMemory
 
 LIMITS = MemoryLimits(hard=60, target=40, keep_recent=2)
 

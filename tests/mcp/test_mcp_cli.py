@@ -33,7 +33,7 @@ def test_without_the_sdk_memstore_mcp_says_how_to_install_it(db_path: Path) -> N
 
 def test_without_the_sdk_memstore_imports_and_lists_its_commands() -> None:
     code = (
-        "import memstore, memstore.mcp.tools, memstore.mcp.resources\n"
+        "import memstore, memstore.adapters.mcp.tools, memstore.adapters.mcp.resources\n"
         "from memstore.cli import main\n"
         "main(['--help'], prog_name='memstore')"
     )

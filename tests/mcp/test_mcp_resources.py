@@ -10,7 +10,7 @@ from conftest import WORKED_SUMMARY, add_worked_example, mcp_client
 from mcp.shared.exceptions import MCPError
 
 from memstore import MemoryStore
-from memstore.responses import item_message, memories_message, summary_message
+from memstore.render.input import item_message, memories_message, summary_message
 
 
 async def test_resources_and_templates_are_listed(any_store: MemoryStore) -> None:

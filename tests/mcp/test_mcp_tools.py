@@ -13,7 +13,7 @@ import pytest
 from conftest import mcp_client, new_session_limits, table_counts, tool_text
 
 from memstore import MemoryLimits, MemoryStore
-from memstore.responses import MEMORIES_CLOSE, TOOL_LABEL, memories_message
+from memstore.render.input import MEMORIES_CLOSE, TOOL_LABEL, memories_message
 
 WRITING = {"remember", "forget", "append_to_session"}
 ALL_TOOLS = WRITING | {

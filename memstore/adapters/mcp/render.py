@@ -1,0 +1,111 @@
+"""What the MCP tools and resources return: stored text labelled as data, as in the model input.
+
+An MCP client hands what a server returns to its model, so memstore renders stored text the
+way :mod:`memstore.render.input` renders it into the model input, with the same functions:
+
+* each item is the one message its kind makes (a tool observation is a ``developer`` message
+  starting ``[Tool observation]``, a decision ``[Recorded decision]``; user and assistant
+  messages keep their role), inside a record of memstore's own fields (seq, kind, tokens);
+* the summary is the ``developer`` message that calls it historical context;
+* long-term entries are the "Relevant memories" block: the notice that they are data, then one
+  escaped JSON line per entry inside the fence, here with each entry's version (what a client
+  needs for compare-and-set).
+
+Everything else a tool says (ids, counters, limits, versions) is memstore's own text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from memstore.core.ltm_entries import LongTermEntry
+from memstore.core.values import CompactionReport, MemoryItem, SessionHistory, SessionInfo
+from memstore.render.input import item_message, memories_message, summary_message
+
+
+def as_json(value: Any) -> str:
+    """``value`` as indented JSON text (as ``memstore ... --json`` prints it)."""
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def counted(number: int, noun: str, plural: str | None = None) -> str:
+    """``1 token``, ``2 tokens``; ``plural`` for nouns that do not just add an s."""
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"
+
+
+def item_record(item: MemoryItem, *, fate: bool = False) -> dict[str, Any]:
+    """One item: memstore's fields, and its text as the model-input message it becomes.
+
+    Args:
+        item: The item.
+        fate: Add its fate and the compaction that removed it (``None`` while active).
+    """
+    record: dict[str, Any] = {
+        "id": item.id,
+        "seq": item.seq,
+        "kind": item.kind.value,
+        "priority": item.priority.name,
+        "estimated_tokens": item.estimated_tokens,
+        "timestamp": item.timestamp.isoformat(),
+        "message": item_message(item),
+    }
+    if fate:
+        record["fate"] = None if item.fate is None else item.fate.value
+        record["removed_by"] = item.removed_by
+    return record
+
+
+def summary_record(summary: str | None) -> dict[str, Any] | None:
+    """The summary as its model-input message (``None`` without one)."""
+    return None if summary is None else summary_message(summary)
+
+
+def session_view(info: SessionInfo, summary: str | None, items: Iterable[MemoryItem]) -> str:
+    """A session's header, summary and active items (``show_session``)."""
+    return as_json(
+        {
+            "session": info.to_dict(),
+            "summary": summary_record(summary),
+            "items": [item_record(item) for item in items],
+        }
+    )
+
+
+def reports_view(reports: Iterable[CompactionReport]) -> str:
+    """Compaction reports, oldest first (ids, counts and timings: no stored text)."""
+    return as_json([report.to_dict() for report in reports])
+
+
+def audit_view(history: SessionHistory) -> str:
+    """Everything recorded about a session: every item with its fate, every compaction with
+    the summary it produced (``memstore://sessions/{id}``)."""
+    return as_json(
+        {
+            "session": history.info.to_dict(),
+            "summary": summary_record(history.summary),
+            "items": [item_record(item, fate=True) for item in history.items],
+            "compactions": [
+                {
+                    "report": report.to_dict(),
+                    "summary": summary_record(history.summaries.get(report.compaction_count)),
+                }
+                for report in history.reports
+            ],
+        }
+    )
+
+
+def memories_view(entries: Sequence[LongTermEntry], *, more: int = 0) -> str:
+    """Long-term entries as the "Relevant memories" block, with versions.
+
+    Args:
+        entries: What to list, in order.
+        more: Entries left out of a long listing (said after the block).
+    """
+    text: str = memories_message(entries, versions=True)["content"]
+    if more:
+        shown = counted(more, "more entry", "more entries")
+        text += f"\n({shown} not shown: narrow the listing with a prefix.)"
+    return text

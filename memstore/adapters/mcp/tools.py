@@ -1,0 +1,329 @@
+"""The tools ``memstore mcp`` offers: what a model is told, and the public API call each makes.
+
+Each is a :class:`memstore.model_side.agent_tools.Tool` (a name, a description, the JSON schema of
+its arguments, a coroutine): the tools that write (``remember``, ``forget``, ``append_to_session``)
+record as ``DECISION`` and a read-only server refuses them. Arguments are named as the API names
+them, so an error memstore raises (``role: unknown role 'robot'``) names the argument the model
+sent. Every write's answer is made from what the write returned: a write that committed is never
+reported as failed by a read after it.
+
+Long-term tools work in one scope: the ``scope`` argument (``global`` by default), or the scope
+the server is pinned to with ``--scope``, which is then the only one they may name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memstore.adapters.mcp.render import as_json, counted, memories_view, reports_view, session_view
+from memstore.core.ltm_entries import DEFAULT_SCOPE, validate_scope
+from memstore.core.tokens import TokenEstimator
+from memstore.core.values import CompactionReport, MemoryKind, MemoryRole, Priority
+from memstore.errors import SessionNotFoundError, ValidationError
+from memstore.memory.session import SessionMemory
+from memstore.memory.store import MemoryStore
+from memstore.model_side.agent_tools import Tool
+
+SESSION_ID = {
+    "type": "string",
+    "description": "The session id: 1-128 letters, digits and ._:@- (e.g. incident-42).",
+}
+KEY = {"type": "string", "description": "A short key, e.g. test_framework."}
+EXPECTED_VERSION = {
+    "type": "integer",
+    "minimum": 0,
+    "description": "Compare-and-set: write only if the entry is at this version (0: only if "
+    "it does not exist yet). Omit to write unconditionally.",
+}
+#: Entries one listing shows: the model reads every line of the answer, so a scope of
+#: thousands is cut here and the answer says how many more there are.
+MAX_LISTED_ENTRIES = 200
+#: Tools that only add: every other writing tool may replace or delete what is there.
+ADDITIVE_TOOLS = frozenset({"append_to_session"})
+
+
+def _object(properties: dict[str, Any], *required: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+class McpTools:
+    """The tools over one store.
+
+    Args:
+        store: The open store.
+        scope: The long-term scope the server is pinned to (``None``: any scope).
+        estimator: Counts the tokens of sessions this server creates (an existing session
+            keeps the estimator it was counted with).
+    """
+
+    def __init__(
+        self, store: MemoryStore, *, scope: str | None = None, estimator: TokenEstimator | None
+    ) -> None:
+        self.store = store
+        self.pinned = None if scope is None else validate_scope(scope)
+        self.estimator = estimator
+
+    # -- scopes --------------------------------------------------------------------------
+
+    def scope_schema(self, *, listing: bool = False) -> dict[str, Any]:
+        """The ``scope`` argument: free, or the pinned scope only."""
+        if self.pinned is not None:
+            return {
+                "type": "string",
+                "enum": [self.pinned],
+                "description": f"The long-term scope; this server serves {self.pinned} only.",
+            }
+        default = "every scope" if listing else f"'{DEFAULT_SCOPE}'"
+        return {
+            "type": "string",
+            "description": f"'global' or 'kind:name', e.g. user:alice (default: {default}).",
+        }
+
+    def scope(self, given: str | None) -> str:
+        """The scope one entry is read or written in: ``given``, else the pinned scope, else
+        ``global``."""
+        return self.confined(given) if given is not None else self.pinned or DEFAULT_SCOPE
+
+    def confined(self, given: object, field: str = "scope") -> str:
+        """``given`` as a scope this server may touch.
+
+        Raises:
+            ValidationError: naming ``field``: not a scope, or not the pinned scope.
+        """
+        scope = validate_scope(given, field)
+        if self.pinned is not None and scope != self.pinned:
+            raise ValidationError(
+                field, f"this server is confined to scope {self.pinned!r}, not {scope!r}"
+            )
+        return scope
+
+    # -- long-term memory ----------------------------------------------------------------
+
+    async def remember(
+        self,
+        key: str,
+        value: Any,
+        scope: str | None = None,
+        expected_version: int | None = None,
+        ttl: float | None = None,
+    ) -> str:
+        """``store.ltm.set``."""
+        where = self.scope(scope)
+        entry = await self.store.ltm.set(
+            key, value, scope=where, expected_version=expected_version, ttl=ttl
+        )
+        expiry = "" if entry.expires_at is None else f", expires {entry.expires_at.isoformat()}"
+        return f"Saved in scope {entry.scope} at version {entry.version}{expiry}."
+
+    async def recall(self, key: str, scope: str | None = None) -> str:
+        """``store.ltm.get``: the entry as a fenced memories block."""
+        where = self.scope(scope)
+        entry = await self.store.ltm.get(key, scope=where)
+        if entry is None:
+            return (
+                f"No live entry under that key in scope {where} (its version is 0: remember "
+                "with expected_version=0 creates it only if it is still absent)."
+            )
+        return memories_view([entry])
+
+    async def forget(
+        self, key: str, scope: str | None = None, expected_version: int | None = None
+    ) -> str:
+        """``store.ltm.delete``."""
+        where = self.scope(scope)
+        if await self.store.ltm.delete(key, scope=where, expected_version=expected_version):
+            return f"Deleted from scope {where}; its history keeps the deletion."
+        return f"No live entry under that key in scope {where}; nothing deleted."
+
+    async def list_memories(self, scope: str | None = None, prefix: str | None = None) -> str:
+        """``store.ltm.list``: live entries by scope then key, as a fenced memories block."""
+        where = self.pinned if scope is None else self.confined(scope)
+        entries = await self.store.ltm.list(scope=where, prefix=prefix)
+        shown = entries[:MAX_LISTED_ENTRIES]
+        return memories_view(shown, more=len(entries) - len(shown))
+
+    # -- working memory ------------------------------------------------------------------
+
+    async def _open_or_create(self, session_id: str) -> SessionMemory:
+        try:
+            return await self.store.attach(session_id)
+        except SessionNotFoundError:
+            return self.store.session(session_id, estimator=self.estimator)
+
+    async def append_to_session(
+        self,
+        session_id: str,
+        content: str,
+        role: str,
+        kind: str | None = None,
+        priority: str = "NORMAL",
+        idempotency_key: str | None = None,
+    ) -> str:
+        """``memory.add``: append one item; compaction runs as in the API."""
+        memory = await self._open_or_create(session_id)
+        compactions: list[CompactionReport] = []
+        memory.add_observer(compactions.append)
+        before = await memory.snapshot() if idempotency_key else None
+        item = await memory.add(
+            role, content, kind=kind, priority=priority, idempotency_key=idempotency_key
+        )
+        # Stored from here on: the answer is made from what add() returned, nothing is read.
+        if before is not None and item.version <= before.version:
+            return (
+                f"Already stored as item #{item.seq} (idempotency_key was used before); "
+                "nothing appended."
+            )
+        said = [
+            f"Appended item #{item.seq} to session {item.session_id}: {item.kind.value}, "
+            f"{item.priority.name}, {counted(item.estimated_tokens, 'token')}."
+        ]
+        said += [
+            f"Compaction #{r.compaction_count} ran: {r.before_tokens} -> {r.after_tokens} "
+            f"tokens ({r.items_dropped} dropped, {r.items_summarized} summarized, "
+            f"{r.items_evicted} evicted)."
+            for r in compactions
+        ]
+        return " ".join(said)
+
+    async def build_model_input(self, session_id: str, scopes: list[str] | None = None) -> str:
+        """``memory.build_model_input``: the Responses API input list, as JSON."""
+        if scopes is None:
+            scopes = [] if self.pinned is None else [self.pinned]
+        chosen = [self.confined(scope, "scopes") for scope in scopes]
+        memory = await self.store.attach(session_id, ltm_scopes=chosen)
+        return as_json(await memory.build_model_input())
+
+    async def show_session(self, session_id: str) -> str:
+        """The session's header, summary and active items."""
+        memory = await self.store.attach(session_id)
+        snapshot = await memory.require()
+        info = await self.store.session_info(session_id)
+        return session_view(info, snapshot.summary, snapshot.items)
+
+    async def compaction_reports(self, session_id: str) -> str:
+        """``memory.reports``: every compaction report, oldest first."""
+        return reports_view(await (await self.store.attach(session_id)).reports())
+
+    # -- the list ------------------------------------------------------------------------
+
+    def tools(self) -> list[Tool]:
+        """Every tool, in the order a client lists them.
+
+        A ``search`` tool over everything ever stored belongs here, beside ``recall``, once
+        the store can search: it only reads, and renders its matches as these tools do.
+        """
+        scope = {"scope": self.scope_schema()}
+        value = {
+            "type": ["string", "number", "integer", "boolean", "array", "object"],
+            "description": "Any JSON value except null: a sentence, a number, a list, an object.",
+        }
+        ttl = {"type": "number", "exclusiveMinimum": 0, "description": "Expire after seconds."}
+        write = MemoryKind.DECISION
+        return [
+            Tool(
+                "remember",
+                "Save a lasting fact or preference in long-term memory: it outlives sessions "
+                "and is shared by every agent using this store. Replaces the key's value.",
+                _object(
+                    {"key": KEY, "value": value, **scope, "expected_version": EXPECTED_VERSION}
+                    | {"ttl": ttl},
+                    "key",
+                    "value",
+                ),
+                self.remember,
+                record_as=write,
+            ),
+            Tool(
+                "recall",
+                "Read one long-term memory by key, with its version.",
+                _object({"key": KEY, **scope}, "key"),
+                self.recall,
+            ),
+            Tool(
+                "forget",
+                "Delete one long-term memory (its history keeps the deletion).",
+                _object({"key": KEY, **scope, "expected_version": EXPECTED_VERSION}, "key"),
+                self.forget,
+                record_as=write,
+            ),
+            Tool(
+                "list_memories",
+                "List live long-term memories, by scope then key, with their versions.",
+                _object(
+                    {
+                        "scope": self.scope_schema(listing=True),
+                        "prefix": {"type": "string", "description": "Only keys starting so."},
+                    }
+                ),
+                self.list_memories,
+            ),
+            Tool(
+                "append_to_session",
+                "Append a message, tool observation or decision to a session's working "
+                "memory (created by its first append). Memory compacts itself past its limit.",
+                _object(
+                    {
+                        "session_id": SESSION_ID,
+                        "content": {"type": "string", "description": "The text to remember."},
+                        "role": {"type": "string", "enum": [r.value for r in MemoryRole]},
+                        "kind": {
+                            "type": "string",
+                            "enum": [k.value for k in MemoryKind],
+                            "description": "Default from the role: tool -> TOOL_OBSERVATION, "
+                            "developer -> DECISION.",
+                        },
+                        "priority": {
+                            "type": "string",
+                            "enum": [p.name for p in Priority],
+                            "description": "How readily compaction may drop it (NORMAL).",
+                        },
+                        "idempotency_key": {
+                            "type": "string",
+                            "description": "Makes a retried append safe: the same key never "
+                            "appends twice.",
+                        },
+                    },
+                    "session_id",
+                    "content",
+                    "role",
+                ),
+                self.append_to_session,
+                record_as=write,
+            ),
+            Tool(
+                "build_model_input",
+                "The session's bounded model input (Responses API input items, oldest first), "
+                "with long-term memories of the given scopes.",
+                _object(
+                    {
+                        "session_id": SESSION_ID,
+                        "scopes": {
+                            "type": "array",
+                            "items": self.scope_schema(),
+                            "description": "Long-term scopes to include as Relevant "
+                            f"memories (default: {self.pinned or 'none'}).",
+                        },
+                    },
+                    "session_id",
+                ),
+                self.build_model_input,
+            ),
+            Tool(
+                "show_session",
+                "A session's totals and limits, its summary and its active items.",
+                _object({"session_id": SESSION_ID}, "session_id"),
+                self.show_session,
+            ),
+            Tool(
+                "compaction_reports",
+                "Every compaction of a session, oldest first: tokens before and after, what "
+                "was dropped, summarized or evicted, and any summarizer error.",
+                _object({"session_id": SESSION_ID}, "session_id"),
+                self.compaction_reports,
+            ),
+        ]

@@ -1,0 +1,187 @@
+"""Units: the items the Responses API needs together, which compaction never splits.
+
+Most items are a unit of their own. Carried Responses items bind in two ways:
+
+* **A call and its output.** A ``function_call`` and the ``function_call_output`` with its
+  ``call_id`` (and the other call/output pairs of :data:`~memstore.core.carried_items.CALL_OUTPUTS`)
+  are one unit: the API refuses an output whose call is missing, and a call kept without its
+  output would leave the model waiting for a result it already had.
+* **Reasoning and what it led to.** A ``reasoning`` item binds to the assistant's item that
+  follows it (a message or a call), and, when that is a call, to the calls right after it
+  (parallel calls of one response), with their outputs: the API refuses a reasoning item
+  without its follower, and a reasoning model's call without its reasoning.
+
+A unit is *complete* when each of its calls has its output and its reasoning its follower.
+An incomplete unit is *pending* while the response it belongs to may still complete it: no
+message has come after it. Compaction never removes a pending unit (the output that
+completes it would arrive orphaned); an incomplete unit that is not pending (a turn broken
+off, an output popped and never replaced) is removed like any other. :func:`valid_input`
+leaves every incomplete unit out of a model input, where the API would refuse it.
+
+Nothing here does I/O; the policy (:mod:`memstore.core.policy`) removes and protects whole units.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from memstore.core.carried_items import CALL_OUTPUTS, OUTPUT_TYPES, REASONING, link_of
+from memstore.core.values import MemoryItem, MemoryKind
+
+
+@dataclass(frozen=True)
+class Unit:
+    """Items compaction keeps or removes together, oldest first.
+
+    Attributes:
+        items: The members, by seq.
+        pending: It waits for an item (a call's output, reasoning's follower).
+    """
+
+    items: tuple[MemoryItem, ...]
+    pending: bool = False
+
+    @property
+    def cost(self) -> int:
+        """Tokens the unit adds to the session total."""
+        return sum(item.cost for item in self.items)
+
+    @property
+    def ids(self) -> frozenset[str]:
+        """Its members' ids."""
+        return frozenset(item.id for item in self.items)
+
+
+E = TypeVar("E", bound=Mapping[str, Any])
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """What grouping needs to know of an item or a model-input entry."""
+
+    type: str | None  # None: a text item or a plain message
+    link: str | None  # call_id and kin
+    assistant_side: bool  # what a reasoning item may lead to: the assistant's own output
+
+    @property
+    def is_call(self) -> bool:
+        return self.type in CALL_OUTPUTS
+
+    @property
+    def is_output(self) -> bool:
+        return self.type in OUTPUT_TYPES
+
+    @property
+    def closes(self) -> bool:
+        """A message (or a hosted call): after it, a response's calls wait no longer."""
+        return not (self.is_call or self.is_output or self.type == REASONING)
+
+
+@dataclass(frozen=True)
+class _Group:
+    members: tuple[int, ...]  # indexes, ascending
+    complete: bool
+    pending: bool
+
+
+def _groups(entries: Sequence[_Entry]) -> list[_Group]:
+    parent = list(range(len(entries)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def join(a: int, b: int) -> None:
+        parent[root(a)] = root(b)
+
+    calls: dict[str, int] = {}
+    answered: set[str] = set()
+    orphans: set[int] = set()  # outputs without a call, reasoning without a follower
+    waiting: list[int] = []  # reasoning waiting for its follower
+    anchor: int | None = None  # the reasoning-led call that parallel calls join
+    for index, entry in enumerate(entries):
+        if entry.type == REASONING:
+            waiting.append(index)
+            anchor = None
+            continue
+        if waiting and entry.assistant_side:
+            for reasoning in waiting:
+                join(reasoning, index)
+            anchor = index if entry.is_call else None
+        elif anchor is not None and entry.is_call:
+            join(index, anchor)
+        else:
+            anchor = None
+        orphans.update(waiting if not entry.assistant_side else ())
+        waiting = []
+        if entry.is_call and entry.link is not None:
+            calls[entry.link] = index
+        elif entry.is_output:
+            call = calls.get(entry.link or "")
+            if call is None or entry.link in answered:
+                orphans.add(index)
+            else:
+                join(index, call)
+                answered.add(entry.link or "")
+    unanswered = {i for link, i in calls.items() if link not in answered}
+    last_close = max((i for i, e in enumerate(entries) if e.closes), default=-1)
+    members: dict[int, list[int]] = {}
+    for index in range(len(entries)):
+        members.setdefault(root(index), []).append(index)
+    out = []
+    for group in members.values():
+        waits = bool(set(group) & (unanswered | set(waiting)))
+        broken = bool(set(group) & orphans)
+        complete = not waits and not broken
+        # Pending: waiting for what the response in progress will still add.
+        pending = waits and not broken and group[0] > last_close
+        out.append(_Group(tuple(group), complete, pending))
+    return out
+
+
+def _entry_of_item(item: MemoryItem) -> _Entry:
+    side = item.payload is not None and item.kind is MemoryKind.ASSISTANT_MESSAGE
+    return _Entry(item.item_type, item.call_id, side)
+
+
+def _entry_of_input(entry: Mapping[str, Any]) -> _Entry:
+    kind = entry.get("type")
+    kind = "message" if kind is None else str(kind)
+    side = (kind == "message" and entry.get("role") == "assistant") or (
+        kind != "message" and kind != REASONING and kind not in OUTPUT_TYPES
+    )
+    return _Entry(None if kind == "message" else kind, link_of(entry), side)
+
+
+def units(items: Sequence[MemoryItem]) -> tuple[Unit, ...]:
+    """``items`` (oldest first) grouped into units, ordered by their oldest member."""
+    groups = _groups([_entry_of_item(item) for item in items])
+    return tuple(Unit(tuple(items[i] for i in g.members), pending=g.pending) for g in groups)
+
+
+def closure(groups: Iterable[Unit], ids: Iterable[str]) -> frozenset[str]:
+    """``ids`` plus every item of a unit that holds one of them."""
+    wanted = set(ids)
+    out: set[str] = set()
+    for unit in groups:
+        if unit.ids & wanted:
+            out |= unit.ids
+    return frozenset(out)
+
+
+def valid_input(entries: Sequence[E]) -> list[E]:
+    """A model input without what the Responses API would refuse: every incomplete unit
+    (an output without its call, a call without its output, reasoning without the
+    assistant's item that followed it) is left out whole.
+
+    Compaction removes whole units, so in a session's own input this leaves out only a
+    response still in progress, and what ``pop_item`` or a cut (``get_items(limit=N)``)
+    broke apart; those items stay stored.
+    """
+    groups = _groups([_entry_of_input(entry) for entry in entries])
+    keep = sorted(i for g in groups if g.complete for i in g.members)
+    return [entries[i] for i in keep]

@@ -1,0 +1,402 @@
+"""Plain values: items, enums, limits and compaction reports.
+
+Nothing here does I/O. These are the shapes that flow between the policy, the database layer,
+the summarizers and the CLI.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from memstore.config import (
+    DEFAULT_HARD_LIMIT,
+    DEFAULT_KEEP_RECENT,
+    DEFAULT_TARGET_LIMIT,
+    env_int,
+    rename_setting,
+    require_int,
+)
+from memstore.errors import ConfigurationError, KindRoleMismatchError, ValidationError
+
+#: Each active item costs 4 tokens beyond its content: the message framing a model sees.
+ITEM_OVERHEAD_TOKENS = 4
+#: The summary costs 12 tokens beyond its text: its framing and the "historical context" notice.
+SUMMARY_OVERHEAD_TOKENS = 12
+
+
+class MemoryKind(enum.StrEnum):
+    """What an item is; decides its model-input role and how compaction treats it."""
+
+    USER_MESSAGE = "USER_MESSAGE"
+    ASSISTANT_MESSAGE = "ASSISTANT_MESSAGE"
+    TOOL_OBSERVATION = "TOOL_OBSERVATION"
+    DECISION = "DECISION"
+
+
+class MemoryRole(enum.StrEnum):
+    """Who produced an item."""
+
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+    DEVELOPER = "developer"
+
+
+class Priority(enum.IntEnum):
+    """How reluctantly an item may be removed; the application labels it."""
+
+    LOW = 10
+    NORMAL = 50
+    HIGH = 100
+
+
+class Fate(enum.StrEnum):
+    """Why an item left working memory (its row stays)."""
+
+    DROPPED = "dropped"
+    SUMMARIZED = "summarized"
+    EVICTED = "evicted"
+    #: Taken back by the application (``pop_item``: a failed turn rewound).
+    POPPED = "popped"
+    #: Removed with the whole working memory (``clear_session``).
+    CLEARED = "cleared"
+
+
+#: Which roles each kind allows (the first is the default when no role is given).
+ALLOWED_ROLES: Mapping[MemoryKind, tuple[MemoryRole, ...]] = {
+    MemoryKind.USER_MESSAGE: (MemoryRole.USER,),
+    MemoryKind.ASSISTANT_MESSAGE: (MemoryRole.ASSISTANT,),
+    MemoryKind.TOOL_OBSERVATION: (MemoryRole.TOOL,),
+    MemoryKind.DECISION: (MemoryRole.DEVELOPER, MemoryRole.ASSISTANT),
+}
+
+#: The kind an item gets when only a role is given.
+DEFAULT_KIND: Mapping[MemoryRole, MemoryKind] = {
+    MemoryRole.USER: MemoryKind.USER_MESSAGE,
+    MemoryRole.ASSISTANT: MemoryKind.ASSISTANT_MESSAGE,
+    MemoryRole.TOOL: MemoryKind.TOOL_OBSERVATION,
+    MemoryRole.DEVELOPER: MemoryKind.DECISION,
+}
+
+
+@functools.cache
+def _members_by_value(enum_type: type[enum.Enum]) -> Mapping[object, enum.Enum]:
+    return {member.value: member for member in enum_type}
+
+
+def _coerce(enum_type: type[enum.Enum], field_name: str, value: object) -> Any:
+    if isinstance(value, enum_type):
+        return value
+    if type(value) is str or type(value) is int:  # exactly: neither a bool nor a float
+        # The common case (``add("user", ...)``, on every append) by a dict lookup: half
+        # the cost of the enum's constructor, which the values below still go through.
+        member = _members_by_value(enum_type).get(value)
+        if member is not None:
+            return member
+    if isinstance(value, (bool, float)):  # True == 1 and 10.0 == 10, but neither is meant
+        raise ValidationError(field_name, f"unknown {field_name} {value!r}")
+    try:
+        return enum_type(value)
+    except ValueError:
+        pass
+    if isinstance(value, str) and value.upper() in enum_type.__members__:
+        return enum_type.__members__[value.upper()]
+    allowed = ", ".join(str(m.value) for m in enum_type)
+    raise ValidationError(field_name, f"unknown {field_name} {value!r} (allowed: {allowed})")
+
+
+def parse_kind(value: object) -> MemoryKind:
+    """Accept a :class:`MemoryKind` or its name in any case (``"TOOL_OBSERVATION"``,
+    ``"tool_observation"``)."""
+    return _coerce(MemoryKind, "kind", value)  # type: ignore[no-any-return]
+
+
+def parse_role(value: object) -> MemoryRole:
+    """Accept a :class:`MemoryRole`, its value (``"user"``) or its name, in any case."""
+    return _coerce(MemoryRole, "role", value)  # type: ignore[no-any-return]
+
+
+def parse_priority(value: object) -> Priority:
+    """Accept a :class:`Priority`, its value (``10``) or its name in any case (``"low"``)."""
+    return _coerce(Priority, "priority", value)  # type: ignore[no-any-return]
+
+
+def check_kind_role(kind: MemoryKind, role: MemoryRole) -> None:
+    """Raise :class:`KindRoleMismatchError` if ``role`` is not allowed for ``kind``."""
+    allowed = ALLOWED_ROLES[kind]
+    if role not in allowed:
+        raise KindRoleMismatchError(kind.value, role.value, tuple(r.value for r in allowed))
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryItem:
+    """One entry of a session's working memory.
+
+    Attributes:
+        id: uuid4 string.
+        session_id: The session it belongs to.
+        seq: Position in the session, strictly increasing from 1.
+        role: Who produced it.
+        kind: What it is.
+        priority: How reluctantly it may be removed.
+        content: The text, stripped of surrounding white space.
+        timestamp: When it entered memory (timezone-aware UTC).
+        estimated_tokens: Counted once, when it entered memory.
+        version: The session version (event clock) at which it was committed.
+        fate: ``None`` while active; otherwise why it left working memory.
+        removed_by: The compaction number that removed it, if any.
+        payload: The Responses API item it carries verbatim (``None``: a text item, whose
+            model-input message memstore builds from ``content``). ``content`` then holds
+            the text derived from it (:mod:`memstore.core.carried_items`).
+        call_id: The id pairing a carried call with its output, if it is one of those.
+    """
+
+    id: str
+    session_id: str
+    seq: int
+    role: MemoryRole
+    kind: MemoryKind
+    priority: Priority
+    content: str
+    timestamp: datetime
+    estimated_tokens: int
+    version: int = 0
+    fate: Fate | None = None
+    removed_by: int | None = None
+    payload: Mapping[str, Any] | None = None
+    call_id: str | None = None
+
+    @property
+    def item_type(self) -> str | None:
+        """The carried item's ``type`` (``message`` when it omits one); ``None``: text item."""
+        if self.payload is None:
+            return None
+        kind = self.payload.get("type")
+        return "message" if kind is None else str(kind)
+
+    @property
+    def cost(self) -> int:
+        """Tokens this item adds to the session total (content + per-item overhead)."""
+        return self.estimated_tokens + ITEM_OVERHEAD_TOKENS
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (enums as their values, the timestamp as ISO 8601)."""
+        return {
+            "id": self.id,
+            "session_id": self.session_id,
+            "seq": self.seq,
+            "role": self.role.value,
+            "kind": self.kind.value,
+            "priority": self.priority.name,
+            "content": self.content,
+            "timestamp": self.timestamp.isoformat(),
+            "estimated_tokens": self.estimated_tokens,
+            "version": self.version,
+            "fate": None if self.fate is None else self.fate.value,
+            "removed_by": self.removed_by,
+            "payload": None if self.payload is None else dict(self.payload),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryLimits:
+    """Token limits of a session, validated at construction.
+
+    Attributes:
+        hard: Estimated tokens at which compaction starts.
+        target: Where compaction must finish (strictly below ``hard``).
+        keep_recent: Newest items protected in phases 1 and 2.
+        summarize_every: If set, also compact (phases 2-3) after every N user turns.
+    """
+
+    hard: int = DEFAULT_HARD_LIMIT
+    target: int = DEFAULT_TARGET_LIMIT
+    keep_recent: int = DEFAULT_KEEP_RECENT
+    summarize_every: int | None = None
+
+    def __post_init__(self) -> None:
+        require_int("hard", self.hard, minimum=1)
+        require_int("target", self.target, minimum=1)
+        require_int("keep_recent", self.keep_recent, minimum=0)
+        if self.target >= self.hard:
+            raise ConfigurationError(
+                "target", f"must be below hard ({self.hard}), got {self.target}"
+            )
+        if self.summarize_every is not None:
+            require_int("summarize_every", self.summarize_every, minimum=1)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> MemoryLimits:
+        """Limits from ``MEMORY_HARD_LIMIT``, ``MEMORY_TARGET_LIMIT``, ``MEMORY_KEEP_RECENT``."""
+        env = os.environ if env is None else env
+        hard = env_int(env, "MEMORY_HARD_LIMIT", DEFAULT_HARD_LIMIT)
+        target = env_int(env, "MEMORY_TARGET_LIMIT", DEFAULT_TARGET_LIMIT)
+        keep = env_int(env, "MEMORY_KEEP_RECENT", DEFAULT_KEEP_RECENT)
+        try:
+            return cls(hard=hard, target=target, keep_recent=keep)
+        except ConfigurationError as exc:
+            raise rename_setting(exc, LIMIT_VARIABLES) from None
+
+
+#: Which environment variable feeds each field of :class:`MemoryLimits`.
+LIMIT_VARIABLES = {
+    "hard": "MEMORY_HARD_LIMIT",
+    "target": "MEMORY_TARGET_LIMIT",
+    "keep_recent": "MEMORY_KEEP_RECENT",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionReport:
+    """What one committed compaction did.
+
+    Attributes:
+        session_id: The compacted session.
+        compaction_count: The session's running count; this compaction's number (1, 2, ...).
+        before_tokens: Total when the compaction's snapshot was taken.
+        after_tokens: Total right after it committed (appends made meanwhile included).
+        items_dropped: LOW tool observations removed as noise (phase 1).
+        items_summarized: Items folded into the summary (phase 2).
+        items_evicted: Items removed to enforce the budget (phase 3).
+        summary_error: Why the summarizer failed, or ``None``.
+        removed: Each removed item's id mapped to ``"dropped"``, ``"summarized"`` or ``"evicted"``.
+        summarizer: Name of the summarizer used (``None`` if phase 2 was not needed).
+        trigger: ``"hard_limit"``, ``"summarize_every"`` or ``"manual"``.
+        summary_action: ``"kept"``, ``"replaced"``, ``"trimmed"`` or ``"removed"``.
+        summary_tokens: Estimated tokens of the summary after the compaction (``None``: none).
+        worker_host: Host name of the worker that ran it.
+        worker_pid: Process id of that worker.
+        started_at: When the snapshot was taken (UTC).
+        finished_at: When the commit finished (UTC).
+        summarize_seconds: Time spent in the summarizer.
+        snapshot_version: Session version the plan was made from.
+        committed_version: Session version this compaction committed as.
+        attempts: Plans made before this one committed (1 unless it lost a race).
+        usage: Token usage a model summarizer reported, if any.
+        took_over_from: The worker whose abandoned lease this compaction took over (it died
+            or stalled holding it), or ``None``.
+    """
+
+    session_id: str
+    compaction_count: int
+    before_tokens: int
+    after_tokens: int
+    items_dropped: int
+    items_summarized: int
+    items_evicted: int
+    summary_error: str | None
+    removed: Mapping[str, str]
+    summarizer: str | None = None
+    trigger: str = "hard_limit"
+    summary_action: str = "kept"
+    summary_tokens: int | None = None
+    worker_host: str = ""
+    worker_pid: int = 0
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    summarize_seconds: float = 0.0
+    snapshot_version: int = 0
+    committed_version: int = 0
+    attempts: int = 1
+    usage: Mapping[str, Any] | None = field(default=None)
+    took_over_from: str | None = None
+
+    @property
+    def duration_seconds(self) -> float:
+        """Wall time from snapshot to commit."""
+        if self.started_at is None or self.finished_at is None:
+            return 0.0
+        return (self.finished_at - self.started_at).total_seconds()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (datetimes as ISO 8601)."""
+        out: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if isinstance(value, datetime):
+                value = value.isoformat()
+            elif isinstance(value, Mapping):
+                value = dict(value)
+            out[name] = value
+        out["duration_seconds"] = self.duration_seconds
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """A session's header: counters, totals and the limits it was last written with.
+
+    Attributes:
+        id: The session id.
+        version: The event clock (increments with every append and compaction).
+        estimator: Name of the estimator that counted it.
+        items_total: Items ever appended.
+        active_items: Items in working memory now.
+        total_tokens: Total estimated tokens (items + 4 each, summary + 12).
+        summary_tokens: Tokens of the summary (``None``: no summary).
+        compaction_count: Compactions committed.
+        limits: The limits of the last append.
+        created_at: When the first item arrived.
+        updated_at: When the last change committed.
+    """
+
+    id: str
+    version: int
+    estimator: str
+    items_total: int
+    active_items: int
+    total_tokens: int
+    summary_tokens: int | None
+    compaction_count: int
+    limits: MemoryLimits
+    created_at: datetime
+    updated_at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "id": self.id,
+            "version": self.version,
+            "estimator": self.estimator,
+            "items_total": self.items_total,
+            "active_items": self.active_items,
+            "total_tokens": self.total_tokens,
+            "summary_tokens": self.summary_tokens,
+            "compaction_count": self.compaction_count,
+            "hard_limit": self.limits.hard,
+            "target_limit": self.limits.target,
+            "keep_recent": self.limits.keep_recent,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+        }
+
+
+@dataclass(frozen=True)
+class SessionHistory:
+    """Everything recorded about one session, for replay, export and audits.
+
+    Attributes:
+        info: The session's header as stored now.
+        summary: The current summary as stored now.
+        items: Every recorded item (active and removed), by seq.
+        reports: Every recorded compaction, oldest first.
+        summaries: The summary each compaction produced, by compaction number.
+        base_version: Where the recorded history starts (0 unless ``prune`` removed some).
+        base_summary: The summary in force at ``base_version``.
+        base_summary_tokens: Its estimated tokens.
+    """
+
+    info: SessionInfo
+    summary: str | None
+    items: tuple[MemoryItem, ...]
+    reports: tuple[CompactionReport, ...]
+    summaries: Mapping[int, str]
+    base_version: int = 0
+    base_summary: str | None = None
+    base_summary_tokens: int | None = None

@@ -1,0 +1,108 @@
+"""One session's model input, assembled: working memory, long-term memories, recalled passages.
+
+The session handle decides *what* the model may see; this module gathers it and shares the hard
+limit between the parts, in this order:
+
+1. the "Relevant memories" message (long-term entries of the handle's scopes), at most
+   ``ltm_budget`` tokens;
+2. recalled passages (what left working memory and matches the query), at most
+   ``recall_budget`` tokens and never more than the memories left;
+3. working memory (summary and items) within what remains, through the policy's
+   :func:`~memstore.core.policy.bounded_view`, so the whole input stays within the hard limit
+   even while another worker is mid-compaction.
+
+Rendering (labels, fences, Responses messages) is :mod:`memstore.render`; the search is
+:mod:`memstore.db.search`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from memstore.core.ltm_entries import memory_budget
+from memstore.core.policy import Snapshot, bounded_view
+from memstore.core.search_terms import search_terms
+from memstore.core.values import MemoryLimits
+from memstore.db import reads
+from memstore.db import search as search_db
+from memstore.render.input import build_input
+from memstore.render.recall import (
+    RECALL_CANDIDATES,
+    RecallBlock,
+    fit_recall,
+    novel_passages,
+    recall_query,
+)
+
+if TYPE_CHECKING:
+    from memstore.db import Database
+    from memstore.memory.long_term import LongTermMemory, MemoriesBlock
+
+
+@dataclass(frozen=True)
+class InputSources:
+    """What one handle's model input draws on (its configuration; no state)."""
+
+    database: Database
+    session_id: str
+    limits: MemoryLimits
+    count: Callable[[str], int]
+    ltm_scopes: Sequence[str]
+    ltm_budget: int
+    recall_budget: int | None
+    long_term: Callable[[], LongTermMemory]
+    snapshot: Callable[[], Awaitable[Snapshot | None]]
+
+
+async def assemble(sources: InputSources, recall: str | None) -> list[dict[str, Any]]:
+    """The Responses API ``input`` list for ``sources``, never above the hard limit.
+
+    Raises:
+        ValidationError: ``recall`` is not text, blank or too long.
+    """
+    terms = None if recall is None else search_terms(recall, "recall")
+    snap = await sources.snapshot()
+    memories = None
+    if sources.ltm_scopes:
+        memories = await sources.long_term().memories(
+            sources.ltm_scopes, sources.count, sources.ltm_budget
+        )
+    if snap is None:
+        return [] if memories is None else [memories.message]
+    room = sources.limits.hard - (0 if memories is None else memories.tokens)
+    recalled = await _recall(sources, snap, terms, memories, room)
+    budget = room - (0 if recalled is None else recalled.tokens)
+    kept, summary = bounded_view(snap, sources.limits, sources.count, budget)
+    return build_input(
+        kept,
+        summary,
+        memories=None if memories is None else memories.message,
+        recalled=None if recalled is None else recalled.message,
+    )
+
+
+async def _recall(
+    sources: InputSources,
+    snap: Snapshot,
+    terms: tuple[str, ...] | None,
+    memories: MemoriesBlock | None,
+    room: int,
+) -> RecallBlock | None:
+    if terms is None:
+        query = None if sources.recall_budget is None else recall_query(snap.items)
+        if query is None:
+            return None
+        terms = search_terms(query)
+    if not terms or snap.compaction_count == 0:  # nothing has left working memory yet
+        return None
+    found = await search_db.passages(
+        sources.database, terms, sources.session_id, RECALL_CANDIDATES, reads.utcnow()
+    )
+    held = [item.content for item in snap.items]
+    held += [text for text in (snap.summary,) if text is not None]
+    if memories is not None:
+        held.append(memories.message["content"])
+    budget = memory_budget(sources.recall_budget, sources.limits, "recall_budget")
+    return fit_recall(novel_passages(found, held), sources.count, min(budget, room))

@@ -1,0 +1,58 @@
+"""Where a database's schema stands, read (and on request upgraded) without opening a store.
+
+``memstore db current`` and ``memstore db upgrade`` use this: unlike
+:meth:`~memstore.memory.store.MemoryStore.open` it works on an outdated database without
+upgrading it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+
+from memstore.config import Settings
+from memstore.db import open_database
+from memstore.db.migrate import database_revision, ensure_schema, head_revision
+
+
+@dataclass(frozen=True)
+class SchemaStatus:
+    """Where a database's schema stands: its revision and the newest this code knows."""
+
+    current: str | None
+    head: str
+
+    @property
+    def up_to_date(self) -> bool:
+        """True when the database is at head."""
+        return self.current == self.head
+
+
+async def schema_status(
+    url_or_path: str | os.PathLike[str], *, upgrade: bool = False, settings: Settings | None = None
+) -> tuple[SchemaStatus, SchemaStatus]:
+    """Read (and with ``upgrade``, bring to head) a database's schema revision.
+
+    Unlike :meth:`MemoryStore.open` this works on an outdated database without upgrading it.
+
+    Returns:
+        The status before and after (the same unless an upgrade ran).
+
+    Raises:
+        DatabaseMissingError: there is no database there.
+        SchemaTooNewError: a newer memstore wrote it (with ``upgrade``).
+    """
+    settings = settings or Settings.from_env()
+    database = await asyncio.to_thread(
+        open_database, url_or_path, settings, create=upgrade, read_only=not upgrade
+    )
+    try:
+        head = head_revision()
+        before = SchemaStatus(await database_revision(database), head)
+        if upgrade:
+            await ensure_schema(database, upgrade=True)
+            return before, SchemaStatus(await database_revision(database), head)
+        return before, before
+    finally:
+        await database.close()

@@ -1,0 +1,436 @@
+"""SessionMemory: one session's handle; orchestrates policy + database + summarizer.
+
+The order of an append:
+
+1. validate and count tokens *before* any transaction (bad input writes nothing);
+2. one short write transaction appends the item and returns the session's new total;
+3. if a trigger fires (hard limit reached, or ``summarize_every`` user turns), compact:
+   take the lease, read a snapshot, run phase 1, call the summarizer with no transaction
+   open, run phase 3, and commit the plan under compare-and-swap; a lost race re-plans.
+
+A compaction that fails after the append committed is logged, not raised: the item is
+stored (raising would invite a duplicate retry), ``build_model_input`` stays bounded, and
+the next append tries again.
+
+A handle opened with ``ltm_scopes`` adds the "Relevant memories" message (long-term entries,
+``memstore.memory.long_term``) to its model input, right after the summary. Its tokens count
+against the hard limit: the message gets at most ``ltm_budget`` tokens and working memory the rest.
+One opened with ``recall_budget`` likewise adds the passages of its own history that best match the
+newest user message (:mod:`memstore.render.recall`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from memstore.config import fault_point
+from memstore.core.ltm_entries import memory_budget, validate_scopes
+from memstore.core.policy import CompactionPlan, Snapshot
+from memstore.core.search_terms import SearchHit, SearchScope, search_terms, validate_limit
+from memstore.core.summarizers import Summarizer
+from memstore.core.tokens import TokenEstimator
+from memstore.core.validation import validate_idempotency_key, validate_text
+from memstore.core.values import (
+    DEFAULT_KIND,
+    CompactionReport,
+    MemoryItem,
+    MemoryKind,
+    MemoryLimits,
+    MemoryRole,
+    Priority,
+    check_kind_role,
+    parse_kind,
+    parse_priority,
+    parse_role,
+)
+from memstore.db import append as appends
+from memstore.db import reads, rewind
+from memstore.db import search as search_db
+from memstore.db.lease import LeaseHolder
+from memstore.errors import (
+    EstimatorMismatchError,
+    LeaseHeldError,
+    MemstoreError,
+    SessionNotFoundError,
+)
+from memstore.memory.compactor import Compactor
+from memstore.memory.item_batch import new_items
+from memstore.memory.model_input import InputSources, assemble
+from memstore.memory.worker import Worker
+
+if TYPE_CHECKING:
+    from memstore.config import Settings
+    from memstore.db import Database
+    from memstore.memory.long_term import LongTermMemory
+
+
+log = logging.getLogger("memstore")
+
+Observer = Callable[[CompactionReport], Any]
+
+
+class SessionMemory:
+    """One session's working memory, as seen by one worker.
+
+    The handle keeps no state beyond its configuration: every call reads or writes the
+    database, so any number of handles in any number of processes see one session.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        database: Database,
+        settings: Settings,
+        worker: Worker,
+        long_term: Callable[[], LongTermMemory],
+        limits: MemoryLimits,
+        estimator: TokenEstimator,
+        summarizer: Summarizer,
+        ltm_scopes: Iterable[str] = (),
+        ltm_budget: int | None = None,
+        recall_budget: int | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.settings = settings
+        self.worker = worker
+        self._long_term = long_term
+        self.limits = limits
+        self.estimator = estimator
+        self.summarizer = summarizer
+        self.ltm_scopes = validate_scopes(ltm_scopes)
+        self.ltm_budget = memory_budget(ltm_budget, limits)
+        #: Set: every model input recalls (``None``: only when asked, with the default).
+        self.recall_budget = (
+            None if recall_budget is None else memory_budget(recall_budget, limits, "recall_budget")
+        )
+        self._observers: list[Observer] = []
+        self._db = database
+        self._compactor = Compactor(
+            database=database,
+            settings=settings,
+            worker=worker,
+            session_id=session_id,
+            limits=limits,
+            estimator=estimator,
+            summarizer=summarizer,
+            snapshot=self._snapshot_checked,
+            notify=self._notify,
+        )
+        self._input_sources = InputSources(
+            database=database,
+            session_id=session_id,
+            limits=limits,
+            count=estimator.count,
+            ltm_scopes=self.ltm_scopes,
+            ltm_budget=self.ltm_budget,
+            recall_budget=self.recall_budget,
+            long_term=long_term,
+            snapshot=self._snapshot_checked,
+        )
+
+    @property
+    def ltm(self) -> LongTermMemory:
+        """Long-term memory, shared by every session of the store (loaded on first use: a
+        handle that never touches it, as ``memstore show`` does, never imports it)."""
+        return self._long_term()
+
+    # -- writing ---------------------------------------------------------------------------
+
+    async def add(
+        self,
+        role: MemoryRole | str,
+        content: str,
+        *,
+        kind: MemoryKind | str | None = None,
+        priority: Priority | str | int = Priority.NORMAL,
+        idempotency_key: str | None = None,
+    ) -> MemoryItem:
+        """Append an item, then compact if a trigger fires.
+
+        Args:
+            role: ``user``, ``assistant``, ``tool`` or ``developer`` (or the enum).
+            content: The text; surrounding white space is stripped.
+            kind: Defaults from the role (``tool`` -> ``TOOL_OBSERVATION``,
+                ``developer`` -> ``DECISION``).
+            priority: ``LOW``, ``NORMAL`` (default) or ``HIGH``, or 10 / 50 / 100.
+            idempotency_key: Makes a retry after an unknown outcome safe: the same key
+                returns the stored item instead of appending again.
+
+        Returns:
+            The stored item (for a repeated key, the item stored the first time).
+
+        Raises:
+            ValidationError: bad content, role, kind or priority (``field`` names it).
+            IdempotencyConflictError: the key was used for different content.
+            EstimatorMismatchError: the session was counted with another estimator.
+            LockTimeoutError: the database stayed locked past the busy timeout.
+        """
+        role_ = parse_role(role)
+        kind_ = DEFAULT_KIND[role_] if kind is None else parse_kind(kind)
+        check_kind_role(kind_, role_)
+        text = validate_text("content", content, max_bytes=self.settings.max_item_bytes)
+        new = appends.NewItem(
+            role=role_,
+            kind=kind_,
+            priority=parse_priority(priority),
+            content=text,
+            # Counted before the transaction: tokenizing must not lengthen the write lock.
+            estimated_tokens=self.estimator.count(text),
+            idempotency_key=validate_idempotency_key(idempotency_key),
+        )
+        result = await appends.append(
+            self._db, self.session_id, self.estimator.name, self.limits, new
+        )
+        await self._after_append(result)
+        return result.item
+
+    async def add_items(
+        self,
+        items: Sequence[Mapping[str, Any]],
+        *,
+        priority: Priority | str | int | Sequence[Priority | str | int] = Priority.NORMAL,
+        idempotency_key: str | None = None,
+        decisions: Iterable[int] = (),
+    ) -> list[MemoryItem]:
+        """Append Responses API items verbatim, all in one transaction, then compact once.
+
+        Each item is stored as given (it comes back with the same keys and values) beside the
+        text memstore derives from it; its kind and role follow from its type
+        (:mod:`memstore.core.carried_items`). A turn is stored whole or not at all.
+
+        Args:
+            items: Responses input items (JSON objects): messages, ``function_call`` and
+                ``function_call_output``, ``reasoning``, hosted tool calls...
+            priority: One priority for every item, or one per item.
+            idempotency_key: Identifies the whole batch: a retry with the same key returns
+                the items stored the first time and writes nothing.
+            decisions: Indexes of call outputs to record as ``DECISION`` (a call that
+                changed something: summaries keep decisions first) instead of
+                ``TOOL_OBSERVATION``.
+
+        Returns:
+            The stored items, in order.
+
+        Raises:
+            ValidationError: an item is not a JSON object, has an unknown ``type``, is over
+                the size limit, or is an output whose call is not in the session (``field``
+                names it, e.g. ``items[2].call_id``); nothing was written.
+        """
+        key = validate_idempotency_key(idempotency_key)
+        news = new_items(
+            items,
+            priority,
+            key,
+            frozenset(decisions),
+            max_bytes=self.settings.max_item_bytes,
+            count=self.estimator.count,
+        )
+        if not news:
+            return []
+        result = await appends.append_batch(
+            self._db, self.session_id, self.estimator.name, self.limits, news
+        )
+        await self._after_append(result)
+        return list(result.items)
+
+    async def pop_item(self) -> MemoryItem | None:
+        """Take back the newest active item and return it (``None``: working memory is empty).
+
+        Nothing is deleted: the row keeps the fate ``popped``, recorded as a compaction of
+        its own (trigger ``pop``), so the audit shows what was taken back and when.
+        """
+        done = await rewind.pop_item(self._db, self.session_id, self.limits, self.worker.host)
+        if done is None:
+            return None
+        await self._notify(done.report)
+        return done.items[0]
+
+    async def clear(self) -> CompactionReport | None:
+        """Take every active item and the summary out of working memory, on the record.
+
+        Each item keeps the fate ``cleared``; the summary is removed by the same recorded
+        compaction (trigger ``clear``). Returns its report (``None``: nothing to clear).
+        """
+        done = await rewind.clear(self._db, self.session_id, self.limits, self.worker.host)
+        if done is None:
+            return None
+        await self._notify(done.report)
+        return done.report
+
+    async def _after_append(self, result: appends.AppendResult) -> None:
+        fault_point("after-append")
+        if not result.duplicate:
+            trigger = self._trigger(result.total_tokens, result.user_turns)
+            if trigger is not None:
+                await self._compact_quietly(trigger)
+
+    def _trigger(self, total: int, user_turns: int) -> str | None:
+        if total >= self.limits.hard:
+            return "hard_limit"
+        every = self.limits.summarize_every
+        if every is not None and user_turns >= every:
+            return "summarize_every"
+        return None
+
+    async def _compact_quietly(self, trigger: str) -> None:
+        # The append committed: whatever happens here, add() reports the item as stored
+        # (raising would invite a retry that stores it twice). A lease held by another
+        # worker is no failure: that worker is compacting this session right now.
+        try:
+            await self._compactor.run(trigger)
+        except MemstoreError as error:
+            log.warning(
+                "memstore: compaction of %s after an append failed (%s); it will be retried",
+                self.session_id,
+                error,
+            )
+        except Exception:  # a bug, not an expected failure: loud in the log, not in add()
+            log.exception(
+                "memstore: compaction of %s after an append failed; it will be retried",
+                self.session_id,
+            )
+
+    async def compact(self) -> CompactionReport | None:
+        """Compact now: drop noise, summarize every unprotected item, enforce the target.
+
+        Returns:
+            The report, or ``None`` when there is nothing to compact (no session yet, or
+            nothing a compaction would change).
+
+        Raises:
+            LeaseHeldError: another worker holds the compaction lease (it is compacting
+                this session right now): who, and for how long its lease runs.
+        """
+        if await self._snapshot_checked() is None:  # refuse a wrong estimator before any write
+            return None
+        outcome = await self._compactor.run("manual")
+        if isinstance(outcome, LeaseHolder):
+            raise LeaseHeldError(
+                self.session_id,
+                holder=outcome.owner,
+                host=outcome.host,
+                pid=outcome.pid,
+                expires_in=outcome.expires_in,
+            )
+        return outcome
+
+    async def plan_compaction(self) -> CompactionPlan | None:
+        """What :meth:`compact` would do now, computed but not written (a dry run).
+
+        The summarizer *is* called (the plan depends on its answer); nothing is written and no
+        lease is taken. Returns ``None`` for a session that does not exist yet.
+        """
+        snap = await self._snapshot_checked()
+        if snap is None:
+            return None
+        plan, _seconds, _usage = await self._compactor.plan(snap, force=True, drop_noise=True)
+        return plan
+
+    async def _notify(self, report: CompactionReport) -> None:
+        for observer in list(self._observers):
+            try:
+                result = observer(report)
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:  # an observer's bug must not undo or hide a compaction
+                log.exception("memstore: compaction observer %r failed", observer)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    async def _snapshot_checked(self) -> Snapshot | None:
+        snap = await reads.snapshot(self._db, self.session_id)
+        if snap is not None and snap.estimator != self.estimator.name:
+            raise EstimatorMismatchError(
+                self.session_id, expected=snap.estimator, actual=self.estimator.name
+            )
+        return snap
+
+    async def estimated_tokens(self) -> int:
+        """The session's total: items + 4 each, the summary + 12 (0 before any append)."""
+        snap = await reads.snapshot(self._db, self.session_id)
+        return 0 if snap is None else snap.total_tokens
+
+    async def items(self) -> list[MemoryItem]:
+        """Active items, oldest first."""
+        return await reads.active_items(self._db, self.session_id)
+
+    async def forgotten_items(self) -> list[MemoryItem]:
+        """Items removed by compactions (rows are never deleted), by seq, with their fate."""
+        return [item for item in await reads.all_items(self._db, self.session_id) if item.fate]
+
+    async def summary(self) -> str | None:
+        """The rolling summary, or ``None``."""
+        snap = await reads.snapshot(self._db, self.session_id)
+        return None if snap is None else snap.summary
+
+    async def snapshot(self) -> Snapshot | None:
+        """A consistent read of the whole working memory (``None``: not written yet)."""
+        return await reads.snapshot(self._db, self.session_id)
+
+    async def build_model_input(self, *, recall: str | None = None) -> list[dict[str, Any]]:
+        """The Responses API ``input`` list, never above the hard limit.
+
+        While the session waits for a compaction (another worker holds the lease), the
+        policy's model-free phases are applied to what is returned, not to what is stored.
+
+        With ``ltm_scopes``, one "Relevant memories" ``developer`` message follows the
+        summary. Its tokens (message framing included, at most ``ltm_budget``; the
+        lowest-priority entries are left out to fit) count against the hard limit, and
+        working memory is shown within what remains, so the whole input stays within it.
+        Memories never enter the session itself: they do not trigger compactions.
+
+        With ``recall`` (or, on a handle opened with ``recall_budget``, by default with the
+        newest user message), one more fenced ``developer`` message follows: the passages
+        that left working memory and best match it, oldest first, within ``recall_budget``
+        tokens (default ``hard - target``), counted against the hard limit the same way.
+        Nothing the input already holds is recalled.
+
+        Args:
+            recall: What to search the session's history for.
+
+        Raises:
+            ValidationError: ``recall`` is not text, blank or too long.
+        """
+        return await assemble(self._input_sources, recall)
+
+    async def search(
+        self, query: str, *, limit: int = 10, include_active: bool = False
+    ) -> list[SearchHit]:
+        """Search the session's history: what left working memory, best match first.
+
+        Args:
+            query: Words to look for (text, not syntax: any character is safe).
+            limit: Hits to return at most (1-1,000).
+            include_active: Also search the active items and the current summary.
+
+        Returns:
+            Hits with the item (and its fate and the compaction that removed it) or the
+            summary, a score and a snippet; empty when nothing matches.
+
+        Raises:
+            ValidationError: a bad query or limit.
+        """
+        terms = search_terms(query)
+        scope = SearchScope((self.session_id,), (), include_active=bool(include_active))
+        return await search_db.search(self._db, terms, scope, validate_limit(limit), reads.utcnow())
+
+    async def reports(self) -> list[CompactionReport]:
+        """Every compaction report of the session, oldest first."""
+        return await reads.reports(self._db, self.session_id)
+
+    async def require(self) -> Snapshot:
+        """The snapshot, or raise :class:`SessionNotFoundError` (for tools and the CLI)."""
+        snap = await reads.snapshot(self._db, self.session_id)
+        if snap is None:
+            raise SessionNotFoundError(self.session_id)
+        return snap
+
+    def add_observer(
+        self, callback: Observer | Callable[[CompactionReport], Awaitable[Any]]
+    ) -> None:
+        """Call ``callback(report)`` (sync or async) after every compaction this handle commits."""
+        self._observers.append(callback)

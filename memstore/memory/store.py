@@ -1,0 +1,412 @@
+"""MemoryStore: opening a database (creating or upgrading it) and handing out sessions.
+
+The per-session work (append, compaction, model input) lives in :mod:`memstore.memory.session`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import socket
+import uuid
+from collections.abc import Generator, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from memstore.config import Settings
+from memstore.core.validation import validate_session_id
+from memstore.core.values import (
+    MemoryLimits,
+    SessionHistory,
+    SessionInfo,
+)
+from memstore.db import Database, open_database, reads
+from memstore.db.migrate import ensure_schema
+from memstore.errors import CorruptDatabaseError, SessionNotFoundError
+
+# What a method needs only when it runs is imported there: a CLI command (``memstore show``)
+# loads the store without the compaction machinery, replay, audits or long-term memory.
+if TYPE_CHECKING:
+    from memstore.core.invariants import Violation
+    from memstore.core.search_terms import SearchHit
+    from memstore.core.summarizers import Summarizer
+    from memstore.core.tokens import TokenEstimator
+    from memstore.db.lease import LeaseHolder
+    from memstore.memory.long_term import LongTermMemory
+    from memstore.memory.session import SessionMemory
+
+
+class MemoryStore:
+    """A memstore database: many sessions, shared safely by many processes.
+
+    Open with ``store = await MemoryStore.open(url_or_path)`` or
+    ``async with MemoryStore.open(url_or_path) as store:``.
+    """
+
+    def __init__(self, database: Database, settings: Settings) -> None:
+        self._db = database
+        self.settings = settings
+        from memstore.memory.worker import Worker
+
+        self.worker = Worker(socket.gethostname(), uuid.uuid4().hex[:8])
+
+    @functools.cached_property
+    def ltm(self) -> LongTermMemory:
+        """Long-term memory: scoped, versioned entries shared by every session."""
+        from memstore.memory.long_term import LongTermMemory
+
+        return LongTermMemory(self._db, self.settings)
+
+    @staticmethod
+    def open(
+        url_or_path: str | os.PathLike[str] = "memstore.db",
+        *,
+        upgrade: bool = True,
+        create: bool = True,
+        verify: bool = False,
+        read_only: bool = False,
+        settings: Settings | None = None,
+    ) -> _Opening:
+        """Open (creating or upgrading) a store.
+
+        Args:
+            url_or_path: ``sqlite+aiosqlite:///agent.db``, ``postgresql+asyncpg://...`` or a
+                plain file path.
+            upgrade: Upgrade an older schema to head; if ``False``, refuse it instead.
+            create: Create a missing SQLite file; if ``False``, raise
+                :class:`DatabaseMissingError` (read-only tools should not litter files).
+            verify: Run SQLite's ``quick_check`` before anything else, and refuse a damaged
+                file (a cautious deployment's start-up check: it reads the whole file, about
+                2 s per GiB from the page cache; see docs/operations.md). ``memstore check``
+                stays the full audit. Ignored on PostgreSQL.
+            read_only: Open for reading only: every write raises
+                :class:`ReadOnlyDatabaseError`, and a SQLite file is opened read-only (its
+                WAL untouched), so a read-only copy or a mounted backup can be inspected. An
+                outdated schema is refused instead of upgraded.
+            settings: Store-wide settings; :meth:`Settings.from_env` by default.
+
+        Returns:
+            An awaitable that is also an async context manager (closing the store on exit).
+
+        Raises:
+            NotADatabaseError: the file exists and is not an SQLite database (untouched).
+            CorruptDatabaseError: ``verify`` found the file damaged (untouched).
+            SchemaTooNewError: a newer memstore wrote this database.
+            SchemaOutdatedError: the schema is older and ``upgrade`` is ``False``.
+        """
+        return _Opening(OpenOptions(url_or_path, upgrade, create, verify, read_only, settings))
+
+    @classmethod
+    async def _open(cls, options: OpenOptions) -> MemoryStore:
+        settings = options.settings or Settings.from_env()
+        # Opening checks and prepares the file (header, permissions, WAL): disk I/O, so not
+        # on the event loop.
+        database = await asyncio.to_thread(
+            open_database,
+            options.url_or_path,
+            settings,
+            create=options.create,
+            read_only=options.read_only,
+        )
+        try:
+            if options.verify:
+                from memstore.db import audit
+
+                damage = await audit.quick_check(database)
+                if damage:
+                    raise CorruptDatabaseError(f"quick_check found the file damaged ({damage[0]})")
+            await ensure_schema(database, upgrade=options.upgrade and not options.read_only)
+        except BaseException:
+            await database.close()
+            raise
+        return cls(database, settings)
+
+    @property
+    def database(self) -> Database:
+        """The database layer (for the CLI and tools; not needed by agent code)."""
+        return self._db
+
+    @property
+    def worker_id(self) -> str:
+        """This worker's identity in leases: ``host:pid:nonce``."""
+        return self.worker.id
+
+    def session(
+        self,
+        session_id: str,
+        *,
+        limits: MemoryLimits | None = None,
+        estimator: TokenEstimator | None = None,
+        summarizer: Summarizer | None = None,
+        ltm_scopes: Iterable[str] = (),
+        ltm_budget: int | None = None,
+        recall_budget: int | None = None,
+    ) -> SessionMemory:
+        """A handle on one session; the session is created by its first append.
+
+        Args:
+            session_id: 1-128 characters of letters, digits and ``._:@-`` (no ``/``).
+            limits: Token limits; :meth:`MemoryLimits.from_env` by default.
+            estimator: Token counter; :class:`TiktokenEstimator` (o200k_base) by default.
+            summarizer: Phase 2's summarizer; :class:`ExtractiveSummarizer` by default.
+            ltm_scopes: Long-term scopes whose live entries ``build_model_input`` lists in
+                one "Relevant memories" message, after the summary; earlier scopes first.
+            ltm_budget: Tokens that message may use, counted against the hard limit
+                (default ``hard - target``, the head-room a compaction leaves).
+            recall_budget: Recall by default: every ``build_model_input`` adds what left
+                working memory and best matches the newest user message, in at most this
+                many tokens, counted against the hard limit (see :mod:`memstore.render.recall`).
+
+        Raises:
+            ValidationError: a bad session id or scope; ``ltm_budget`` or ``recall_budget``
+                not in 1..hard-1.
+        """
+        from memstore.core.summarizers import ExtractiveSummarizer
+        from memstore.core.tokens import TiktokenEstimator
+        from memstore.memory.session import SessionMemory
+
+        return SessionMemory(
+            validate_session_id(session_id),
+            database=self._db,
+            settings=self.settings,
+            worker=self.worker,
+            long_term=lambda: self.ltm,
+            limits=limits or MemoryLimits.from_env(),
+            estimator=estimator or TiktokenEstimator(),
+            summarizer=summarizer or ExtractiveSummarizer(),
+            ltm_scopes=ltm_scopes,
+            ltm_budget=ltm_budget,
+            recall_budget=recall_budget,
+        )
+
+    async def attach(
+        self,
+        session_id: str,
+        *,
+        summarizer: Summarizer | None = None,
+        ltm_scopes: Iterable[str] = (),
+        recall_budget: int | None = None,
+    ) -> SessionMemory:
+        """A handle on an *existing* session, with the estimator and limits it recorded.
+
+        This is what operator tools use: they must count the way the session was counted.
+        ``ltm_scopes`` and ``recall_budget`` are as for :meth:`session` (they are not
+        recorded per session).
+
+        Raises:
+            SessionNotFoundError: no such session.
+        """
+        from memstore.core.tokens import RecordedEstimator
+
+        info = await self.session_info(session_id)
+        return self.session(
+            session_id,
+            limits=info.limits,
+            estimator=RecordedEstimator(info.estimator),
+            summarizer=summarizer,
+            ltm_scopes=ltm_scopes,
+            recall_budget=recall_budget,
+        )
+
+    async def search(
+        self,
+        query: str,
+        *,
+        sessions: Iterable[str] | None = None,
+        scopes: Iterable[str] | None = None,
+        limit: int = 10,
+    ) -> list[SearchHit]:
+        """Search every session's items (of any fate) and summaries, and long-term memory.
+
+        Args:
+            query: Words to look for (text, not syntax: any character is safe).
+            sessions: Only these sessions. Given alone, no long-term entry is searched.
+            scopes: Only these long-term scopes. Given alone, no session is searched.
+            limit: Hits to return at most (1-1,000), best first.
+
+        Returns:
+            Hits carrying the item (with its fate and the compaction that removed it), the
+            summary or the entry, a score and a snippet.
+
+        Raises:
+            ValidationError: a bad query, limit, session id or scope.
+        """
+        from memstore.core.search_terms import SearchScope, search_terms, validate_limit
+        from memstore.db import search as search_db
+
+        terms = search_terms(query)
+        scope = SearchScope.across(sessions, scopes)
+        return await search_db.search(self._db, terms, scope, validate_limit(limit), reads.utcnow())
+
+    async def session_info(self, session_id: str) -> SessionInfo:
+        """The header of one session (counters, totals, limits).
+
+        Raises:
+            SessionNotFoundError: no such session.
+        """
+        return await reads.session_info(self._db, validate_session_id(session_id))
+
+    async def lease_holder(self, session_id: str) -> LeaseHolder | None:
+        """Who holds the session's compaction lease now (``None``: nobody).
+
+        A holder whose lease has expired but was never released (it died or stalled) is
+        still returned, with ``expires_in <= 0``: the next compaction takes it over.
+        """
+        from memstore.db.lease import lease_holder
+
+        return await lease_holder(self._db, validate_session_id(session_id))
+
+    async def sessions(self) -> list[SessionInfo]:
+        """Every session's header, most recently updated first."""
+        return await reads.session_infos(self._db)
+
+    async def check(self, session_id: str | None = None) -> list[Violation]:
+        """Verify the ledger invariants (:mod:`memstore.core.invariants`) without writing.
+
+        Args:
+            session_id: One session, or every session when ``None`` (which also runs
+                SQLite's ``integrity_check`` and ``foreign_key_check``).
+
+        Returns:
+            Every violation found; empty when the database is sound.
+
+        Raises:
+            SessionNotFoundError: ``session_id`` does not exist.
+        """
+        from memstore.core.invariants import Violation, check_ledger
+        from memstore.db import audit
+
+        found: list[Violation] = []
+        if session_id is None:
+            ids = await audit.session_ids(self._db)
+            found += [
+                Violation("*", "database", p) for p in await audit.integrity_problems(self._db)
+            ]
+        else:
+            ids = [validate_session_id(session_id)]
+        one = None if session_id is None else ids[0]
+        found += [
+            Violation(one or "*", "search index", p)
+            for p in await audit.index_problems(self._db, one)
+        ]
+        for sid in ids:
+            ledger = await audit.load_ledger(self._db, sid)
+            if ledger is None:
+                raise SessionNotFoundError(sid)
+            found += check_ledger(ledger)
+        return found
+
+    async def history(self, session_id: str) -> SessionHistory:
+        """Everything recorded about a session (for replay and audits).
+
+        Raises:
+            SessionNotFoundError: no such session.
+        """
+        from memstore.db.history import load_history
+
+        return await load_history(self._db, validate_session_id(session_id))
+
+    async def export_session(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's rows as JSON-ready records (write one per line for JSON Lines).
+
+        Raises:
+            SessionNotFoundError: no such session.
+        """
+        from memstore.db import transfer
+
+        return await transfer.export_records(self._db, validate_session_id(session_id))
+
+    async def import_session(self, records: Iterable[Mapping[str, Any]]) -> str:
+        """Insert an exported session, in one transaction; return its id.
+
+        Raises:
+            ValidationError: a malformed record (nothing written).
+            ConflictError: a session with that id exists here already (nothing written).
+        """
+        from memstore.db import transfer
+
+        return await transfer.import_records(self._db, records)
+
+    async def prune(
+        self,
+        session_id: str,
+        *,
+        before_version: int | None = None,
+        before: datetime | None = None,
+    ) -> tuple[int, int]:
+        """Delete compactions committed before a version (or time) and the items they removed.
+
+        The working memory is untouched and the remaining history still replays and verifies.
+
+        Returns:
+            (compactions deleted, items deleted).
+        """
+        from memstore.db import prune as pruning
+
+        return await pruning.prune(
+            self._db,
+            validate_session_id(session_id),
+            before_version=before_version,
+            before_time=before,
+        )
+
+    async def purge(self, session_id: str) -> int:
+        """Delete a session and its whole history; return how many items were deleted."""
+        from memstore.db import prune as pruning
+
+        return await pruning.purge(self._db, validate_session_id(session_id))
+
+    async def close(self) -> None:
+        """Close the store's connections."""
+        await self._db.close()
+
+    async def __aenter__(self) -> MemoryStore:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+
+@dataclass(frozen=True)
+class OpenOptions:
+    """What :meth:`MemoryStore.open` was asked for (documented there), kept together until the
+    store is awaited."""
+
+    url_or_path: str | os.PathLike[str]
+    upgrade: bool
+    create: bool
+    verify: bool
+    read_only: bool
+    settings: Settings | None
+
+
+class _Opening:
+    """``MemoryStore.open(...)``: await it, or use it as ``async with``."""
+
+    def __init__(self, options: OpenOptions) -> None:
+        self._options = options
+        self._store: MemoryStore | None = None
+
+    def __await__(self) -> Generator[Any, None, MemoryStore]:
+        return MemoryStore._open(self._options).__await__()
+
+    async def __aenter__(self) -> MemoryStore:
+        self._store = await MemoryStore._open(self._options)
+        return self._store
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._store is not None:
+            await self._store.close()
