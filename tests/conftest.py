@@ -18,6 +18,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -113,24 +114,25 @@ def postgres_url(tmp_path: Path) -> str:
     return backend_url_for("postgres", tmp_path)
 
 
-@pytest.fixture(scope="session")
-def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A SQLite file migrated to head once per test run, for fixtures to copy: a copy opens in
-    a fraction of the time a new file takes to migrate."""
-    path = tmp_path_factory.mktemp("template") / "migrated.db"
-
-    async def migrate() -> None:
-        async with MemoryStore.open(path):
-            pass
-
-    asyncio.run(migrate())
-    assert not Path(f"{path}-wal").exists()  # closing folded the log in: one file is all
-    return path
+#: The SQLite file migrated to head once per test run (see ``migrated_sqlite``).
+_SQLITE_TEMPLATE: list[Path] = []
 
 
-def migrated_copy(template: Path, path: Path) -> Path:
-    """``path``: a copy of the migrated template (its mode, 0600, too)."""
-    shutil.copy2(template, path)
+def migrated_sqlite(path: Path) -> Path:
+    """``path``: a copy of a SQLite file migrated to head once per test run (its mode, 0600,
+    too). A copy opens in a fraction of the time a new file takes to migrate."""
+    if not _SQLITE_TEMPLATE:
+        template = Path(tempfile.mkdtemp(prefix="memstore-template-")) / "migrated.db"
+
+        async def migrate() -> None:
+            async with MemoryStore.open(template):
+                pass
+
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:  # a caller may be in a loop
+            pool.submit(asyncio.run, migrate()).result()
+        assert not Path(f"{template}-wal").exists()  # closing folded the log in
+        _SQLITE_TEMPLATE.append(template)
+    shutil.copy2(_SQLITE_TEMPLATE[0], path)
     return path
 
 
@@ -186,34 +188,35 @@ async def fresh_rows(url: str) -> bool:
         await conn.close()
 
 
-async def remember_migrated_schema(url: str) -> None:
+async def migrated_postgres(url: str) -> str:
+    """``url``: the test database with memstore's schema at head and no rows (emptied when
+    its catalog is as migrated, else dropped and migrated again)."""
     import asyncpg
 
+    if await fresh_rows(url):
+        return url
+    await reset_postgres(url)
+    async with MemoryStore.open(url):
+        pass  # migrated from nothing
     conn = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://", 1))
     try:
         _MIGRATED_SCHEMA[:] = [row[0] for row in await conn.fetch(_SCHEMA_CATALOG)]
     finally:
         await conn.close()
+    return url
 
 
 @pytest.fixture(params=BACKENDS)
-async def any_store(
-    request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path
-) -> AsyncIterator[MemoryStore]:
+async def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[MemoryStore]:
     """A ready, migrated store on each backend, with no rows. (A copy of a migrated SQLite
     file; on PostgreSQL the test database emptied of rows when its schema is as migrated,
     else rebuilt: migrating for every test would cost more than most tests.)"""
     if request.param == "sqlite":
-        url = str(migrated_copy(sqlite_template, tmp_path / "memory.db"))
+        url = str(migrated_sqlite(tmp_path / "memory.db"))
     elif not POSTGRES_URL:
         pytest.skip(POSTGRES_SKIPPED)
     else:
-        url = POSTGRES_URL
-        if not await fresh_rows(url):
-            await reset_postgres(url)
-            async with MemoryStore.open(url):
-                pass  # migrated from nothing
-            await remember_migrated_schema(url)
+        url = await migrated_postgres(POSTGRES_URL)
     async with MemoryStore.open(url) as opened:
         yield opened
 
@@ -240,9 +243,9 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-async def store(db_path: Path, sqlite_template: Path) -> AsyncIterator[MemoryStore]:
+async def store(db_path: Path) -> AsyncIterator[MemoryStore]:
     """A ready, migrated store on a real SQLite file (``db_path``, a copy of the template)."""
-    async with MemoryStore.open(migrated_copy(sqlite_template, db_path)) as opened:
+    async with MemoryStore.open(migrated_sqlite(db_path)) as opened:
         yield opened
 
 
