@@ -105,7 +105,9 @@ class Database:
         self.read_only = read_only
         self._user_engine = user_engine
         # Reads run on an async engine (a user's, or PostgreSQL's), else in reader threads.
-        self._async_reads = user_engine or (None if isinstance(engine, Engine) else engine)
+        self._async_reads: AsyncEngine | None = user_engine
+        if user_engine is None and not isinstance(engine, Engine):
+            self._async_reads = engine
         self._writer: SqliteWriter | None = None
         self._readers: ReaderThreads | None = None
         self._pid = os.getpid()
