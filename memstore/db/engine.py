@@ -16,8 +16,8 @@ a function, written once for both backends:
   everything runs on it. On SQLite it names the file and serves the reads (aiosqlite, through
   ``run_sync``); the writes stay with the writer thread, over its own connection to that file.
   The reader threads stay memstore's own way to read: a read through aiosqlite crosses to its
-  thread and back for every statement and fetch, and made ``build_model_input()`` 1.75x
-  slower (1.35x with recall; benchmarks/aiosqlite_reads.py, docs/architecture.md).
+  thread and back for every statement and fetch, and made ``build_model_input()`` 1.75x to
+  1.88x slower (benchmarks/aiosqlite_reads.py; docs/architecture.md has the figures).
 
 Either way the event loop only awaits: no disk or network I/O runs on it.
 """
