@@ -39,7 +39,7 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
-from memstore import MemoryKind, MemoryStore, Priority
+from memstore import MemoryKind, MemoryLimits, MemoryStore, Priority
 from memstore.agent import Agent, Tool, TurnResult
 from memstore.cli.chat import compaction_line, tool_line
 from memstore.config import ModelSettings
@@ -281,6 +281,8 @@ async def review(args: argparse.Namespace, out: Console) -> tuple[TurnResult, St
             client=client,
             model=model,
             scope=args.scope,
+            # The stand-in has no context window to fit: the default limits show compaction.
+            limits=MemoryLimits.from_env() if standin is not None else None,
             instructions=INSTRUCTIONS,
             tools=review_tools(workspace, out),
             on_tool_call=lambda call: out.print(tool_line(call), soft_wrap=True),

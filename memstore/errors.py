@@ -19,7 +19,9 @@ so that programs never parse messages. Builtin bases are added where they help c
     │   ├── LeaseHeldError                    another worker holds the compaction lease
     │   ├── IdempotencyConflictError          same key, different content
     │   ├── EstimatorMismatchError            session counted by another estimator
-    │   └── VersionConflictError              long-term entry at another version
+    │   ├── VersionConflictError              long-term entry at another version
+    │   ├── SessionExistsError                a fork's new session id is taken
+    │   └── ForkedHistoryError                purge refused: forks hold copies of the history
     ├── ModelError                            the model side failed (agent, chat, summaries)
     │   ├── ModelCallError                    HTTP error, timeout, unreachable or malformed reply
     │   └── ToolLoopError                     the model kept calling tools past the round limit
@@ -82,11 +84,17 @@ class NotFoundError(MemstoreError, LookupError):
 
 
 class SessionNotFoundError(NotFoundError):
-    """No session with this id has been written yet."""
+    """No session with this id has been written yet.
 
-    def __init__(self, session_id: str) -> None:
-        super().__init__(f"session {session_id!r} does not exist")
+    Attributes:
+        field: The argument that named it, when one did (``session_id`` of a fork).
+    """
+
+    def __init__(self, session_id: str, *, field: str | None = None) -> None:
+        prefix = "" if field is None else f"{field}: "
+        super().__init__(f"{prefix}session {session_id!r} does not exist")
         self.session_id = session_id
+        self.field = field
 
 
 class EntryNotFoundError(NotFoundError):
@@ -207,6 +215,34 @@ class VersionConflictError(ConflictError):
         self.scope = scope
         self.key = key
         self.field = "expected_version"
+
+
+class SessionExistsError(ConflictError):
+    """A session with this id exists already (a fork must start a new one)."""
+
+    def __init__(self, session_id: str, *, field: str = "new_session_id") -> None:
+        super().__init__(f"{field}: session {session_id!r} already exists")
+        self.session_id = session_id
+        self.field = field
+
+
+class ForkedHistoryError(ConflictError):
+    """Purging the session would leave forks holding copies of its history; nothing was
+    deleted.
+
+    Attributes:
+        forks: Those forks (and theirs), nearest first.
+    """
+
+    def __init__(self, session_id: str, forks: tuple[str, ...]) -> None:
+        super().__init__(
+            f"with_forks: session {session_id!r} has forks that hold copies of its history "
+            f"({', '.join(forks)}); purge them first, or purge with its forks "
+            "(`memstore purge --with-forks`)"
+        )
+        self.session_id = session_id
+        self.forks = forks
+        self.field = "with_forks"
 
 
 class ModelError(MemstoreError):

@@ -348,11 +348,16 @@ async def test_openai_summarizer_by_default_and_memories_across_sessions(
 
     standin = StandInModel(brain)
     standin.queue(call(("remember", {"key": "tone", "value": "formal"})), say("Saved."))
-    first = await Agent.open(store, "session-a", client=standin.client(), model=MODEL, scope=SCOPE)
+    window = {"context_window": 16_000}
+    first = await Agent.open(
+        store, "session-a", client=standin.client(), model=MODEL, scope=SCOPE, **window
+    )
     assert first.memory.summarizer.name == f"openai:{MODEL}"  # type: ignore[attr-defined]
     await first.run_turn("Please always answer formally.")
 
-    second = await Agent.open(store, "session-b", client=standin.client(), model=MODEL, scope=SCOPE)
+    second = await Agent.open(
+        store, "session-b", client=standin.client(), model=MODEL, scope=SCOPE, **window
+    )
     await second.run_turn("Hello.")
     body = standin.bodies[-1]
     assert roles(body) == ["developer", "user"]
@@ -372,7 +377,7 @@ async def test_open_with_recall_gives_the_session_a_recall_budget(store: MemoryS
         store, "r", client=StandInModel().client(), model=MODEL, limits=limits, recall=True
     )
     assert agent.memory.recall_budget == 150
-    plain = await Agent.open(store, "p", client=StandInModel().client(), model=MODEL)
+    plain = await Agent.open(store, "p", client=StandInModel().client(), model="gpt-4o-mini")
     assert plain.memory.recall_budget is None
     assert "search_memory" in plain.tools
 
@@ -433,3 +438,26 @@ async def test_reasoning_items_go_back_verbatim_with_store_false(store: MemorySt
     assert carried == [reasoning]  # stored and sent back byte for byte, blob included
     stored = next(i for i in await agent.memory.items() if i.item_type == "reasoning")
     assert stored.content == "The user wants the recall key."  # what summaries read
+
+
+async def test_open_fits_the_limits_to_the_instructions_and_tools(store: MemoryStore) -> None:
+    async def lookup(ticket: str) -> str:
+        return ticket
+
+    schema = {"type": "object", "properties": {"ticket": {"type": "string"}}}
+    tools = (Tool(f"lookup_{n}", "Look a ticket up. " * 20, schema, lookup) for n in range(3))
+    agent = await Agent.open(
+        store, "fit", client=StandInModel().client(), model=MODEL, estimator=WordEstimator(),
+        context_window=4_000, max_output_tokens=500, tools=tools, instructions="Be brief.",
+    )  # fmt: skip
+    assert sorted(agent.tools) == ["lookup_0", "lookup_1", "lookup_2", "recall", "remember",
+                                   "search_memory"]  # fmt: skip
+    expected = MemoryLimits.for_model(
+        context_window=4_000,
+        max_output_tokens=500,
+        instructions="Be brief.",
+        tools=list(agent.tools.values()),
+        estimator=WordEstimator(),
+    )
+    assert agent.memory.limits == expected
+    assert agent.max_output_tokens == 500

@@ -27,6 +27,7 @@ COMMANDS = {
     "db": "memstore.cli.db:db_group",
     "demo": "memstore.cli.demo:demo",
     "export": "memstore.cli.transfer:export_session",
+    "fork": "memstore.cli.fork:fork_session",
     "import": "memstore.cli.transfer:import_session",
     "input": "memstore.cli.inspect:show_input",
     "ltm": "memstore.cli.ltm:ltm_group",
@@ -60,6 +61,8 @@ OPTION_FIELDS = {
     "idempotency_key": "'--idempotency-key'",
     "expected_version": "'--expect-version'",
     "http": "'--http'",
+    "context_window": "'--context-window'",
+    "max_output_tokens": "'--max-output-tokens'",
 }
 
 
@@ -74,12 +77,13 @@ SUMMARIES = {
     "db": "The database schema (Alembic revisions).",
     "demo": "Run a scripted incident investigation offline and watch memory compact.",
     "export": "Write every item, summary and report of SESSION as JSON Lines.",
+    "fork": "Start NEW as SESSION was at a version; from then on the two never touch each other.",
     "import": "Load a session exported with `memstore export` (FILE, or '-' for standard input).",
     "input": "Print the exact Responses API input the session would send now, as JSON.",
     "ltm": "Long-term memory: scoped, versioned JSON entries shared by every session.",
     "mcp": "Serve the database over the Model Context Protocol (stdio, or streamable HTTP).",
     "prune": "Delete old compactions of SESSION and the items they removed (working memory stays).",
-    "purge": "Delete SESSION and everything recorded about it.",
+    "purge": "Delete SESSION and everything recorded about it (and its forks, if asked).",
     "replay": "Replay SESSION's history in commit order and verify it equals the stored state.",
     "reports": "List a session's compaction reports, oldest first.",
     "search": "Search every item (of any fate), summary and long-term entry for QUERY's words.",

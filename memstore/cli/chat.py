@@ -145,6 +145,8 @@ async def run_chat(
     timeout: float,
     max_retries: int,
     ui: ChatUI,
+    context_window: int | None = None,
+    max_output_tokens: int | None = None,
 ) -> int:
     """Open the store and the agent, then run every turn; return the number of turns."""
     from memstore.core.summarizers import ExtractiveSummarizer
@@ -165,6 +167,8 @@ async def run_chat(
             recall=recall,
             max_tool_rounds=max_tool_rounds,
             timeout=timeout,
+            context_window=context_window,
+            max_output_tokens=max_output_tokens,
             on_tool_call=lambda call: out.print(tool_line(call), soft_wrap=True),
         )
         agent.memory.add_observer(
@@ -176,7 +180,8 @@ async def run_chat(
         out.print(
             Text(
                 f"memstore chat · session {session_id} · model {settings.model} at {where} · "
-                f"memories {scope}" + (" · /help for commands" if ui.interactive else ""),
+                f"memories {scope} · memory limit {agent.memory.limits.hard} tokens"
+                + (" · /help for commands" if ui.interactive else ""),
                 style="dim",
             ),
             soft_wrap=True,
@@ -243,6 +248,21 @@ async def run_chat(
     help="Seconds per model request.",
 )
 @click.option(
+    "--context-window",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="TOKENS",
+    help="The model's context window: memory gets what the answer, the instructions and the "
+    "tools leave.  [default: known models' own; required for others on a new session]",
+)
+@click.option(
+    "--max-output-tokens",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="TOKENS",
+    help="Tokens reserved for each answer (and sent as its limit).  [default: the model's]",
+)
+@click.option(
     "--max-retries",
     type=click.IntRange(min=0),
     default=2,
@@ -259,12 +279,16 @@ def chat(
     recall: bool,
     max_tool_rounds: int,
     timeout: float,
+    context_window: int | None,
+    max_output_tokens: int | None,
     max_retries: int,
 ) -> None:
     """Chat with a Responses API agent whose memory is SESSION (and the --scope memories).
 
     Reads OPENAI_API_KEY, OPENAI_BASE_URL (any OpenAI-compatible server) and OPENAI_MODEL.
-    With piped input: one turn per line, exit at the end of input.
+    With piped input: one turn per line, exit at the end of input. A new session's memory
+    limits fit the model's context window; an existing one keeps its limits unless
+    --context-window or --max-output-tokens is given.
     """
     validate_session_id(session)
     validate_scope(scope)
@@ -283,6 +307,8 @@ def chat(
                 timeout=timeout,
                 max_retries=max_retries,
                 ui=ui,
+                context_window=context_window,
+                max_output_tokens=max_output_tokens,
             )
         )
     except KeyboardInterrupt:  # Ctrl-C while the model thinks: leave quietly, like Ctrl-D

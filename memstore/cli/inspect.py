@@ -10,6 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from memstore.cli.fork import parent_label
 from memstore.cli.output import (
     cell,
     console,
@@ -23,6 +24,7 @@ from memstore.core.values import CompactionReport, MemoryItem, SessionInfo
 from memstore.memory.store import MemoryStore
 
 if TYPE_CHECKING:
+    from memstore.core.input_counts import CountFit
     from memstore.db.lease import LeaseHolder
 
 
@@ -83,6 +85,7 @@ def list_sessions(ctx: click.Context, as_json: bool) -> None:
             ("hard / target", "right"),
             ("compactions", "right"),
             ("updated (UTC)", "left"),
+            ("forked from", "left"),
         ],
     )
     for info in infos:
@@ -93,19 +96,29 @@ def list_sessions(ctx: click.Context, as_json: bool) -> None:
             f"{info.limits.hard} / {info.limits.target}",
             str(info.compaction_count),
             info.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
+            parent_label(info),
         )
     console().print(table if infos else "no sessions yet")
 
 
-async def _load_show(
-    store: MemoryStore, session_id: str, with_forgotten: bool
-) -> tuple[SessionInfo, str | None, list[MemoryItem], list[MemoryItem], LeaseHolder | None]:
+@dataclasses.dataclass(frozen=True)
+class _Shown:
+    info: SessionInfo
+    summary: str | None
+    active: list[MemoryItem]
+    forgotten: list[MemoryItem]
+    holder: LeaseHolder | None
+    counts: CountFit | None
+
+
+async def _load_show(store: MemoryStore, session_id: str, with_forgotten: bool) -> _Shown:
     memory = await store.attach(session_id)
     info = await store.session_info(session_id)
     active = await memory.items()
     forgotten = await memory.forgotten_items() if with_forgotten else []
     holder = await store.lease_holder(session_id)
-    return info, await memory.summary(), active, forgotten, holder
+    counts = await store.input_counts(session_id)
+    return _Shown(info, await memory.summary(), active, forgotten, holder, counts)
 
 
 def lease_line(holder: LeaseHolder) -> str:
@@ -137,15 +150,19 @@ def show_session(
 
         show_timeline(ctx, session_id, as_json)
         return
-    info, summary, active, forgotten, holder = run_with_store(
+    shown = run_with_store(
         ctx, lambda store: _load_show(store, session_id, show_all), read_only=True
     )
+    info, summary, active, forgotten, holder = (
+        shown.info, shown.summary, shown.active, shown.forgotten, shown.holder
+    )  # fmt: skip
     if as_json:
         out: dict[str, Any] = {
             "session": info.to_dict(),
             "summary": summary,
             "items": [item.to_dict() for item in active],
             "lease": None if holder is None else dataclasses.asdict(holder),
+            "input_counts": None if shown.counts is None else shown.counts.to_dict(),
         }
         if show_all:
             out["forgotten"] = [item.to_dict() for item in forgotten]
@@ -153,6 +170,8 @@ def show_session(
         return
     out_console = console()
     out_console.print(Text(f"Session {info.id}", style="bold"))
+    if info.parent_id is not None:
+        out_console.print(Text(f"parent: {parent_label(info)}"))
     out_console.print(
         Panel(
             Text(summary or "(no summary yet)"), title="summary", title_align="left", expand=False
@@ -162,6 +181,8 @@ def show_session(
     if show_all:
         out_console.print(items_table("forgotten items", forgotten, full=full, fates=True))
     out_console.print(totals_line(info))
+    if shown.counts is not None:
+        out_console.print(Text(shown.counts.line()))
     if holder is not None:
         out_console.print(lease_line(holder))
 

@@ -171,6 +171,9 @@ def replay_session(
             "(--hard-limit, --target-limit, --keep-recent, --summarizer)"
         )
     history = run_with_store(ctx, lambda store: store.history(session_id), read_only=True)
+    forked_from = _forked_from(history)
+    if forked_from is not None and not as_json:
+        click.echo(forked_from)
     if at_version is not None:
         _show_at(history, at_version, as_json)
         return
@@ -193,6 +196,8 @@ def replay_session(
     events = list(replay(history))
     problems = verify(history, events)
     if as_json:
+        if history.info.parent_id is not None:
+            click.echo(json.dumps(_fork_json(history)))
         for event in events:
             click.echo(json.dumps(_event_json(event), default=str))
         click.echo(
@@ -211,6 +216,21 @@ def replay_session(
         ctx.exit(1)
 
 
+def _forked_from(history: SessionHistory) -> str | None:
+    info = history.info
+    if info.parent_id is None:
+        return None
+    return (
+        f"forked from {info.parent_id} at version {info.parent_version}: versions up to "
+        f"{info.parent_version} are a copy of {info.parent_id}'s history"
+    )
+
+
+def _fork_json(history: SessionHistory) -> dict[str, Any]:
+    info = history.info
+    return {"event": "forked", "parent": info.parent_id, "parent_version": info.parent_version}
+
+
 def _show_at(history: SessionHistory, version: int, as_json: bool) -> None:
     if not history.base_version <= version <= history.info.version:
         raise ValidationError(
@@ -222,6 +242,8 @@ def _show_at(history: SessionHistory, version: int, as_json: bool) -> None:
     if as_json:
         print_json(
             {
+                "parent": history.info.parent_id,
+                "parent_version": history.info.parent_version,
                 "version": version,
                 "tokens": state.total_tokens,
                 "summary": state.summary,

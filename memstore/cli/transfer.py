@@ -120,11 +120,26 @@ def prune_session(ctx: click.Context, session_id: str, before: str, yes: bool) -
 
 @click.command("purge")
 @click.argument("session_id", metavar="SESSION")
+@click.option(
+    "--with-forks",
+    is_flag=True,
+    help="Also delete the forks that hold copies of its history (and their forks).",
+)
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_context
-def purge_session(ctx: click.Context, session_id: str, yes: bool) -> None:
-    """Delete SESSION and everything recorded about it."""
+def purge_session(ctx: click.Context, session_id: str, with_forks: bool, yes: bool) -> None:
+    """Delete SESSION and everything recorded about it (and its forks, if asked).
+
+    A fork holds a copy of the history it started with: while SESSION has forks, purge
+    refuses and lists them, unless --with-forks deletes them too.
+    """
+
+    forks: list[str] = []
+    if with_forks:
+        forks = run_with_store(ctx, lambda store: store.forks(session_id), read_only=True)
     if not yes:
-        click.confirm(f"Delete session {session_id} and its whole history?", abort=True)
-    items = run_with_store(ctx, lambda store: store.purge(session_id))
-    click.echo(f"purged session {session_id} ({items} items)")
+        also = f", its forks ({', '.join(forks)})" if forks else ""
+        click.confirm(f"Delete session {session_id}{also} and its whole history?", abort=True)
+    items = run_with_store(ctx, lambda store: store.purge(session_id, with_forks=with_forks))
+    also = f" and its forks {', '.join(forks)}" if forks else ""
+    click.echo(f"purged session {session_id}{also} ({items} items)")

@@ -243,6 +243,42 @@ class MemoryLimits:
         except ConfigurationError as exc:
             raise rename_setting(exc, LIMIT_VARIABLES) from None
 
+    @classmethod
+    def for_model(
+        cls,
+        *,
+        context_window: int,
+        max_output_tokens: int,
+        instructions: str | None = None,
+        tools: Any = None,
+        estimator: Any = None,
+        keep_recent: int = DEFAULT_KEEP_RECENT,
+    ) -> MemoryLimits:
+        """Limits that fit a model's context window (:mod:`memstore.core.budget`): ``hard``
+        is what the window leaves after ``max_output_tokens`` (the answer's reserve: send it
+        with each request), the ``instructions`` and the ``tools`` schemas (JSON, or objects
+        with a ``definition()``), counted by ``estimator`` (:class:`TiktokenEstimator` by
+        default; use the session's), less a 10% safety margin; ``target`` is 60% of it.
+
+        Raises:
+            ConfigurationError: a bad value, or no room left for memory; ``field`` names
+                what ran out of room (``max_output_tokens``, ``instructions``, ``tools``).
+        """
+        from memstore.core.budget import derive_budget
+
+        if estimator is None:
+            from memstore.core.tokens import TiktokenEstimator
+
+            estimator = TiktokenEstimator()
+        budget = derive_budget(
+            context_window=context_window,
+            max_output_tokens=max_output_tokens,
+            instructions=instructions,
+            tools=tools,
+            count=estimator.count,
+        )
+        return cls(hard=budget.hard, target=budget.target, keep_recent=keep_recent)
+
 
 #: Which environment variable feeds each field of :class:`MemoryLimits`.
 LIMIT_VARIABLES = {
@@ -344,6 +380,8 @@ class SessionInfo:
         limits: The limits of the last append.
         created_at: When the first item arrived.
         updated_at: When the last change committed.
+        parent_id: The session this one was forked from (``None``: not a fork).
+        parent_version: The parent's version the fork started at.
     """
 
     id: str
@@ -357,6 +395,8 @@ class SessionInfo:
     limits: MemoryLimits
     created_at: datetime
     updated_at: datetime
+    parent_id: str | None = None
+    parent_version: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -374,6 +414,8 @@ class SessionInfo:
             "keep_recent": self.limits.keep_recent,
             "created_at": self.created_at.isoformat(),
             "updated_at": self.updated_at.isoformat(),
+            "parent_id": self.parent_id,
+            "parent_version": self.parent_version,
         }
 
 

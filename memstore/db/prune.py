@@ -15,8 +15,9 @@ from functools import partial
 from sqlalchemy import Connection, delete, select, update
 
 from memstore.db.engine import Database
-from memstore.db.tables import compactions, items, sessions, summaries
-from memstore.errors import SessionNotFoundError, ValidationError
+from memstore.db.fork import descendants
+from memstore.db.tables import compactions, input_counts, items, sessions, summaries
+from memstore.errors import ForkedHistoryError, SessionNotFoundError, ValidationError
 
 
 async def prune(
@@ -106,22 +107,36 @@ def _prune(
     return len(doomed), removed.rowcount
 
 
-async def purge(db: Database, session_id: str) -> int:
+async def purge(db: Database, session_id: str, *, with_forks: bool = False) -> int:
     """Delete the session and everything recorded about it; return the items deleted.
+
+    A fork holds a copy of the history it started with (:mod:`memstore.db.fork`), so
+    purging a session with forks would leave that history behind: refused, unless
+    ``with_forks`` deletes them (and their forks) in the same transaction.
 
     Raises:
         SessionNotFoundError: no such session.
+        ForkedHistoryError: the session has forks and ``with_forks`` is false.
     """
-    return await db.run_write(partial(_purge, session_id=session_id))
+    return await db.run_write(partial(_purge, session_id=session_id, with_forks=with_forks))
 
 
-def _purge(conn: Connection, session_id: str) -> int:
+def _purge(conn: Connection, session_id: str, with_forks: bool) -> int:
     where = sessions.c.id == session_id
     if conn.execute(select(sessions.c.id).where(where)).first() is None:
         raise SessionNotFoundError(session_id)
+    forks = descendants(conn, session_id)
+    if forks and not with_forks:
+        raise ForkedHistoryError(session_id, tuple(forks))
+    # The farthest forks first: no session row ever names a parent that is gone.
+    return sum(_delete_session(conn, sid) for sid in [*reversed(forks), session_id])
+
+
+def _delete_session(conn: Connection, session_id: str) -> int:
     conn.execute(delete(summaries).where(summaries.c.session_id == session_id))
     gone = conn.execute(delete(items).where(items.c.session_id == session_id))
     conn.execute(delete(compactions).where(compactions.c.session_id == session_id))
-    conn.execute(delete(sessions).where(where))
+    conn.execute(delete(input_counts).where(input_counts.c.session_id == session_id))
+    conn.execute(delete(sessions).where(sessions.c.id == session_id))
     count: int = gone.rowcount
     return count

@@ -119,6 +119,8 @@ def row_to_info(row: Row[Any]) -> SessionInfo:
         ),
         created_at=row.created_at,
         updated_at=row.updated_at,
+        parent_id=row.parent_id,
+        parent_version=row.parent_version,
     )
 
 

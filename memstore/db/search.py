@@ -33,6 +33,7 @@ from memstore.core.search_terms import (
     SearchScope,
 )
 from memstore.db.engine import Database
+from memstore.db.fork import unique_hits
 from memstore.db.reads import ITEM_COLUMNS, row_to_item
 from memstore.db.tables import JSONDocument, UTCDateTime, items
 
@@ -198,7 +199,25 @@ def _statement(sql: str, scope: SearchScope, types: dict[str, Any]) -> TextualSe
 def search_rows(
     conn: Connection, terms: Sequence[str], scope: SearchScope, limit: int, now: datetime
 ) -> list[SearchHit]:
-    """The best ``limit`` hits for ``terms`` within ``scope``, best first (a read)."""
+    """The best ``limit`` hits for ``terms`` within ``scope``, best first (a read).
+
+    A passage a fork copied from its parent is one passage: only its best copy is listed
+    (:func:`~memstore.db.fork.unique_hits`), and more rows are ranked until ``limit``
+    distinct ones are found or none is left.
+    """
+    fetch = limit
+    while True:
+        ranked = _ranked_rows(conn, terms, scope, fetch, now)
+        hits = unique_hits(conn, ranked)
+        if len(hits) >= limit or len(ranked) < fetch:
+            return hits[:limit]
+        # Copies crowded the ranking: rank as many more rows as they took, at least double.
+        fetch = max(fetch * 2, fetch * limit // max(len(hits), 1) + limit)
+
+
+def _ranked_rows(
+    conn: Connection, terms: Sequence[str], scope: SearchScope, limit: int, now: datetime
+) -> list[SearchHit]:
     dialect = conn.dialect.name
     params: dict[str, Any] = {
         "match": match_expression(terms, dialect),

@@ -138,6 +138,11 @@ sessions = Table(
     Column("base_version", Integer, nullable=False, server_default="0"),
     Column("base_summary", Text, nullable=True),
     Column("base_summary_tokens", Integer, nullable=True),
+    # A fork's parent and the parent's version it started at (NULL: not a fork; see
+    # memstore.db.fork). Not a foreign key: the fork holds its own copy of that history.
+    Column("parent_id", String(128), nullable=True),
+    Column("parent_version", Integer, nullable=True),
+    Index("ix_sessions_parent_id", "parent_id"),
 )
 
 compactions = Table(
@@ -206,6 +211,8 @@ items = Table(
     # A carried Responses item's JSON text, exactly as given (NULL: a text item).
     Column("payload", Text, nullable=True),
     Column("call_id", String(200), nullable=True),
+    # A fork's copy: the id of the item first copied (shared by every copy of the passage).
+    Column("origin_id", String(36), nullable=True),
     UniqueConstraint("session_id", "seq"),
     ForeignKeyConstraint(
         ["session_id", "removed_by"],
@@ -250,6 +257,7 @@ summaries = Table(
     Column("content", Text, nullable=False),
     Column("estimated_tokens", Integer, nullable=False),
     Column("created_version", Integer, nullable=False),
+    Column("origin_id", Integer, nullable=True),  # a fork's copy: the summary first copied
     ForeignKeyConstraint(
         ["session_id", "compaction_number"],
         ["compactions.session_id", "compactions.number"],
@@ -285,4 +293,24 @@ ltm_history = Table(
     Column("action", String(16), nullable=False),
     Column("changed_at", UTCDateTime, nullable=False),
     UniqueConstraint("scope", "key", "version"),
+)
+
+#: Per model request an agent made with a session's memory: what memstore counted (memory,
+#: instructions, tools) and the input tokens the model reported (memstore.core.input_counts).
+input_counts = Table(
+    "input_counts",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column(
+        "session_id",
+        String(128),
+        ForeignKey("sessions.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("session_version", Integer, nullable=False),
+    Column("model", String(200), nullable=False),
+    Column("estimated_tokens", Integer, nullable=False),
+    Column("reported_tokens", Integer, nullable=False),
+    Column("recorded_at", UTCDateTime, nullable=False),
+    Index("ix_input_counts_session_id", "session_id", "id"),
 )

@@ -135,6 +135,10 @@ def _check_semantics(kind: str, values: dict[str, Any], where: str) -> None:
     if kind == "session":
         validate_session_id(values["id"])
         RecordedEstimator(values["estimator"])  # a known estimator name
+        if (values.get("parent_id") is None) != (values.get("parent_version") is None):
+            raise ValidationError(f"{where}.parent_id", "a fork names its parent and version")
+        if values.get("parent_id") is not None:
+            validate_session_id(values["parent_id"], f"{where}.parent_id")
     elif kind == "item":
         role, item_kind = parse_role(values["role"]), parse_kind(values["kind"])
         check_kind_role(item_kind, role)

@@ -429,6 +429,15 @@ class SessionMemory:
             raise SessionNotFoundError(self.session_id)
         return snap
 
+    async def record_input_count(self, model: str, estimated: int, reported: int) -> None:
+        """Record memstore's count of one model request beside the model's ``input_tokens``
+        (:mod:`memstore.core.input_counts`); ``memstore show`` sums them up."""
+        from memstore.core.input_counts import InputCount
+        from memstore.db import request_counts
+
+        count = InputCount(0, model, estimated, reported)
+        await request_counts.record(self._db, self.session_id, count)
+
     def add_observer(
         self, callback: Observer | Callable[[CompactionReport], Awaitable[Any]]
     ) -> None:

@@ -30,6 +30,7 @@ from memstore.errors import CorruptDatabaseError, SessionNotFoundError, Validati
 # What a method needs only when it runs is imported there: a CLI command (``memstore show``)
 # loads the store without the compaction machinery, replay, audits or long-term memory.
 if TYPE_CHECKING:
+    from memstore.core.input_counts import CountFit
     from memstore.core.invariants import Violation
     from memstore.core.search_terms import SearchHit
     from memstore.core.summarizers import Summarizer
@@ -379,11 +380,40 @@ class MemoryStore:
             before_time=before,
         )
 
-    async def purge(self, session_id: str) -> int:
-        """Delete a session and its whole history; return how many items were deleted."""
+    async def purge(self, session_id: str, *, with_forks: bool = False) -> int:
+        """Delete a session and its whole history; return how many items were deleted.
+
+        Raises:
+            ForkedHistoryError: forks hold copies of its history (nothing deleted), unless
+                ``with_forks`` deletes them too.
+        """
         from memstore.db import prune as pruning
 
-        return await pruning.purge(self._db, validate_session_id(session_id))
+        sid = validate_session_id(session_id)
+        return await pruning.purge(self._db, sid, with_forks=with_forks)
+
+    async def fork(
+        self, session_id: str, new_session_id: str, *, at: int | None = None, **handle: Any
+    ) -> SessionMemory:
+        """A new session that starts as ``session_id`` was at version ``at`` (the latest by
+        default): :func:`memstore.memory.branches.fork_ledger`. Returns its handle, as
+        :meth:`attach` gives (``handle``: its ``summarizer``, ``ltm_scopes``, ...)."""
+        from memstore.memory.branches import fork_ledger
+
+        info = await fork_ledger(self._db, session_id, new_session_id, at)
+        return await self.attach(info.id, **handle)
+
+    async def forks(self, session_id: str) -> list[str]:
+        """The session's forks, and theirs, nearest first."""
+        from memstore.memory.branches import forks_of
+
+        return await forks_of(self._db, session_id)
+
+    async def input_counts(self, session_id: str) -> CountFit | None:
+        """How memstore's counts of an agent's requests compared with the model's."""
+        from memstore.memory.branches import count_fit
+
+        return await count_fit(self._db, session_id)
 
     async def close(self) -> None:
         """Close the store's connections."""

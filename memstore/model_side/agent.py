@@ -37,6 +37,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -66,6 +67,7 @@ from memstore.model_side.agent_tools import (
     memory_tools,
     search_tool,
 )
+from memstore.model_side.input_check import check_input_count
 from memstore.model_side.openai_call import (
     add_usage,
     create_response,
@@ -204,20 +206,33 @@ class Agent:
         limits: MemoryLimits | None = None,
         estimator: TokenEstimator | None = None,
         recall: bool = False,
+        context_window: int | None = None,
         **options: Any,
     ) -> Agent:
         """An agent on ``session_id``, showing the model the memories of ``scope``.
 
-        An existing session keeps the estimator and limits it was written with (unless given);
-        a new one gets ``MEMORY_*`` limits and exact tiktoken counts. The summarizer defaults
-        to an :class:`~memstore.OpenAISummarizer` on the same client and model.
+        Limits, first match wins (:mod:`memstore.core.model_windows`): ``limits``; derived
+        from ``context_window`` / ``max_output_tokens`` when given; those the session
+        stored; ``MEMORY_HARD_LIMIT`` / ``MEMORY_TARGET_LIMIT``; derived from the model's
+        window in :data:`~memstore.core.model_windows.MODEL_WINDOWS`. Derived limits leave
+        room for the instructions and the tool schemas. An existing session keeps its
+        estimator (unless given); a new one counts with tiktoken. The summarizer defaults to
+        an :class:`~memstore.OpenAISummarizer` on the same client and model.
 
         Args:
+            context_window: The model's window, in tokens (for a model the table lacks).
             recall: Open the session with the default ``recall_budget`` (``hard - target``):
                 every model input then recalls what left working memory and matches the
                 newest user message.
-            options: Passed on to :class:`Agent` (instructions, tools, on_compaction, ...).
+            options: Passed on to :class:`Agent` (instructions, tools, on_compaction,
+                ``max_output_tokens``: the answer's reserve, sent with each request).
+
+        Raises:
+            ConfigurationError: a model the table does not know, for a new session, without
+                ``context_window`` (``field`` names it), or no room left in the window.
         """
+        from memstore.core.model_windows import choose_limits
+        from memstore.core.tokens import TiktokenEstimator
         from memstore.model_side.openai_summarizer import OpenAISummarizer
 
         try:
@@ -225,18 +240,39 @@ class Agent:
         except SessionNotFoundError:
             info = None
         if info is not None:
-            limits = limits or info.limits
             estimator = estimator or estimator_from_name(info.estimator)
-        limits = limits or MemoryLimits.from_env()
-        memory = store.session(
-            session_id,
-            limits=limits,
-            estimator=estimator,
-            summarizer=summarizer or OpenAISummarizer(client, model),
-            ltm_scopes=[scope],
-            recall_budget=limits.hard - limits.target if recall else None,
+        counter = estimator or TiktokenEstimator()
+        summarizer = summarizer or OpenAISummarizer(client, model)
+        if "tools" in options:  # read twice below: an iterator would be empty the second time
+            options["tools"] = list(options["tools"])
+
+        def build(chosen: MemoryLimits) -> Agent:
+            memory = store.session(
+                session_id,
+                limits=chosen,
+                estimator=counter,
+                summarizer=summarizer,
+                ltm_scopes=[scope],
+                recall_budget=chosen.hard - chosen.target if recall else None,
+            )
+            return cls(client, memory, model=model, scope=scope, **options)
+
+        if limits is not None:
+            return build(limits)
+        # The instructions and tool schemas count against the window: measure them on an
+        # agent built with provisional limits (no I/O), then build the real one.
+        probe = build(info.limits if info is not None else MemoryLimits())
+        chosen, _source = choose_limits(
+            model,
+            stored=None if info is None else info.limits,
+            context_window=context_window,
+            max_output_tokens=options.get("max_output_tokens"),
+            env=os.environ,
+            instructions=probe.instructions,
+            tools=list(probe.tools.values()),
+            estimator=counter,
         )
-        return cls(client, memory, model=model, scope=scope, **options)
+        return build(chosen)
 
     async def run_turn(self, text: str) -> TurnResult:
         """One user turn: append it, run the model (and its tools), append the reply.
@@ -306,7 +342,9 @@ class Agent:
                 request["tool_choice"] = "none"
         if self.max_output_tokens is not None:
             request["max_output_tokens"] = self.max_output_tokens
-        return await create_response(self.client, timeout=self.timeout, **request)
+        response = await create_response(self.client, timeout=self.timeout, **request)
+        await check_input_count(self.memory, self.model, request, response)
+        return response
 
     async def _execute(self, name: str, raw_arguments: str) -> ToolCall:
         tool = self.tools.get(name)

@@ -61,7 +61,14 @@ def model_env(base_url: str, **extra: str) -> dict[str, str | None]:
 
 def test_piped_turns_one_per_line(db_path: Path, standin: StandInModel, base_url: str) -> None:
     env = model_env(base_url, OPENAI_MODEL="gpt-from-env")
-    result = chat(db_path, "Hello there.\n\n   \nWhat did I say?\n", "s1", env=env)
+    result = chat(
+        db_path,
+        "Hello there.\n\n   \nWhat did I say?\n",
+        "s1",
+        "--context-window",
+        "32000",
+        env=env,
+    )
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "you › Hello there." in out and "echo: Hello there." in out
@@ -95,6 +102,8 @@ def test_model_option_and_memories_across_sessions(
         "user:alice",
         "--model",
         "m2",
+        "--context-window",
+        "32000",
         env=env,
     )
     assert result.exit_code == 0, result.output
@@ -216,8 +225,60 @@ async def test_on_a_terminal_a_failed_turn_is_shown_and_the_chat_goes_on(
         timeout=5,
         max_retries=0,
         ui=ui,
+        context_window=16_000,
     )
     assert turns == 1
     text = out.getvalue()
     assert "Error: the model server answered HTTP 503: warming up" in text
     assert "echo: second" in text
+
+
+def test_the_memory_budget_fits_the_model(
+    db_path: Path, standin: StandInModel, base_url: str
+) -> None:
+    from memstore import MemoryLimits, TiktokenEstimator
+    from memstore.agent import DEFAULT_INSTRUCTIONS
+
+    def limits(session: str) -> dict[str, Any]:
+        shown = CliRunner().invoke(main, ["--db", str(db_path), "show", session, "--json"])
+        return json.loads(shown.stdout)["session"]
+
+    env = model_env(base_url)
+    unknown = chat(db_path, "hello\n", "s1", "--model", "my-local-model", env=env)
+    assert unknown.exit_code == 2 and "'--context-window'" in unknown.output
+    assert "my-local-model" in unknown.output and not standin.requests
+
+    known = chat(db_path, "hello\n", "s1", "--model", "gpt-4o-mini", env=env)
+    assert known.exit_code == 0, known.output
+    tools = standin.bodies[0]["tools"]
+    expected = MemoryLimits.for_model(
+        context_window=128_000,
+        max_output_tokens=16_384,
+        instructions=DEFAULT_INSTRUCTIONS,
+        tools=tools,
+        estimator=TiktokenEstimator(),
+    )
+    assert (limits("s1")["hard_limit"], limits("s1")["target_limit"]) == (
+        expected.hard, expected.target,
+    )  # fmt: skip
+    assert f"memory limit {expected.hard} tokens" in known.stdout
+
+    # Stored limits stay, even for a model memstore does not know...
+    again = chat(db_path, "again\n", "s1", "--model", "my-local-model", env=env)
+    assert again.exit_code == 0, again.output
+    assert limits("s1")["hard_limit"] == expected.hard
+    # ...unless the user changes them; the answer's reserve is sent with each request.
+    changed = chat(
+        db_path, "smaller\n", "s1", "--model", "my-local-model", "--context-window", "8000",
+        "--max-output-tokens", "1000", env=env,
+    )  # fmt: skip
+    assert changed.exit_code == 0, changed.output
+    assert limits("s1")["hard_limit"] < 7_000 - 1_000
+    assert standin.bodies[-1]["max_output_tokens"] == 1000
+    no_room = chat(db_path, "x\n", "s2", "--context-window", "500", "--max-output-tokens", "500",
+                   env=env)  # fmt: skip
+    assert no_room.exit_code == 2 and "'--max-output-tokens'" in no_room.output
+    # What the instructions and tools leave of a small window is no room either.
+    tiny = chat(db_path, "x\n", "s2", "--context-window", "300", "--max-output-tokens", "100",
+                env=env)  # fmt: skip
+    assert tiny.exit_code == 1 and "leaves no room for memory" in tiny.output

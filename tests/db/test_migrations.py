@@ -35,7 +35,15 @@ from memstore.db.search import INDEX_TABLES, modelled
 from memstore.db.tables import metadata
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-TABLES = {"sessions", "items", "compactions", "summaries", "ltm_entries", "ltm_history"}
+TABLES = {
+    "sessions",
+    "items",
+    "compactions",
+    "summaries",
+    "ltm_entries",
+    "ltm_history",
+    "input_counts",
+}
 
 
 # -- helpers -------------------------------------------------------------------------------
