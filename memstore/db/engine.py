@@ -64,6 +64,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+#: The database a store opens when given neither a URL nor an engine.
+DEFAULT_DATABASE = "memstore.db"
+
 #: Reader threads per SQLite database: reads never wait for each other or the writer in WAL
 #: mode, and a few threads cover the reads an agent turn makes at once.
 READERS = 4
@@ -276,25 +279,35 @@ def _run_into(fn: Callable[[], None], done: concurrent.futures.Future[None]) -> 
 
 
 def open_database(
-    url_or_path: str | os.PathLike[str],
+    url_or_path: str | os.PathLike[str] | None,
     settings: Settings,
     *,
     create: bool = True,
     read_only: bool = False,
+    engine: AsyncEngine | None = None,
 ) -> Database:
     """Check the target (SQLite: header, permissions, WAL) and build a :class:`Database`.
 
     This touches the disk: async callers run it in a thread.
 
     Args:
-        url_or_path: URL or SQLite file path.
+        url_or_path: URL or SQLite file path (``None``: :data:`DEFAULT_DATABASE`, or
+            ``engine``).
         settings: Store settings.
         create: Create a missing SQLite file; if ``False``, raise
             :class:`~memstore.errors.DatabaseMissingError` instead.
         read_only: Refuse every write; a SQLite file is opened read-only (nothing of it is
             written, not even its WAL), so a read-only copy can be inspected.
+        engine: A user's own ``AsyncEngine`` instead of a URL (:func:`database_on`).
+
+    Raises:
+        ValidationError: (field ``engine``) both a URL and an engine.
     """
-    url = normalize_url(url_or_path)
+    if engine is not None:
+        if url_or_path is not None:
+            raise ValidationError("engine", "give a URL or path, or an engine, not both")
+        return database_on(engine, settings, create=create, read_only=read_only)
+    url = normalize_url(DEFAULT_DATABASE if url_or_path is None else url_or_path)
     if not is_sqlite(url):
         return Database(async_engine(url, settings), settings, read_only=read_only)
     path = sqlite_path(url)
@@ -302,8 +315,8 @@ def open_database(
         return Database(sqlite_engine(None, settings), settings, in_memory=True)
     prepare_sqlite_file(path, create=create and not read_only)
     if read_only:
-        engine = sqlite_engine(path, settings, uri=read_only_uri(path))
-        return Database(engine, settings, read_only=True)
+        reader = sqlite_engine(path, settings, uri=read_only_uri(path))
+        return Database(reader, settings, read_only=True)
     enable_wal(path, settings.busy_timeout_s)
     return Database(sqlite_engine(Path(path), settings), settings)
 

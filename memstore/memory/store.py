@@ -23,9 +23,9 @@ from memstore.core.values import (
     SessionHistory,
     SessionInfo,
 )
-from memstore.db import Database, database_on, open_database, reads
+from memstore.db import Database, open_database, reads
 from memstore.db.migrate import ensure_schema
-from memstore.errors import CorruptDatabaseError, SessionNotFoundError, ValidationError
+from memstore.errors import CorruptDatabaseError, SessionNotFoundError
 
 # What a method needs only when it runs is imported there: a CLI command (``memstore show``)
 # loads the store without the compaction machinery, replay, audits or long-term memory.
@@ -41,16 +41,11 @@ if TYPE_CHECKING:
     from memstore.memory.session import SessionMemory
 
 
-#: The database a store opens when given neither a URL nor an engine.
-DEFAULT_DATABASE = "memstore.db"
-
-
 class MemoryStore:
     """A memstore database: many sessions, shared safely by many processes.
 
     Open with ``store = await MemoryStore.open(url_or_path)`` or
-    ``async with MemoryStore.open(url_or_path) as store:`` (or ``open(engine=...)`` on a
-    SQLAlchemy ``AsyncEngine`` of your own).
+    ``async with MemoryStore.open(url_or_path) as store:``.
     """
 
     def __init__(self, database: Database, settings: Settings) -> None:
@@ -83,10 +78,8 @@ class MemoryStore:
         Args:
             url_or_path: ``sqlite+aiosqlite:///agent.db``, ``postgresql+asyncpg://...`` or a
                 plain file path (``memstore.db`` when neither this nor ``engine`` is given).
-            engine: Your own SQLAlchemy ``AsyncEngine`` instead (your pool, your settings),
-                which the store never disposes. On PostgreSQL everything runs on it. On
-                SQLite it names the file and serves the reads; writes go over memstore's own
-                write connection to that file (see docs/operations.md).
+            engine: Your own SQLAlchemy ``AsyncEngine`` instead, never disposed by the store
+                (docs/operations.md says what runs on it, on each backend).
             upgrade: Upgrade an older schema to head; if ``False``, refuse it instead.
             create: Create a missing SQLite file; if ``False``, raise
                 :class:`DatabaseMissingError` (read-only tools should not litter files).
@@ -104,40 +97,28 @@ class MemoryStore:
             An awaitable that is also an async context manager (closing the store on exit).
 
         Raises:
-            ValidationError: (field ``engine``) both a URL and an engine, or an engine memstore
-                cannot run on (not async, another backend, an in-memory SQLite database).
+            ValidationError: (field ``engine``) a URL too, or an engine memstore cannot use.
             NotADatabaseError: the file exists and is not an SQLite database (untouched).
             CorruptDatabaseError: ``verify`` found the file damaged (untouched).
             SchemaTooNewError: a newer memstore wrote this database.
             SchemaOutdatedError: the schema is older and ``upgrade`` is ``False``.
         """
-        return _Opening(
-            OpenOptions(url_or_path, engine, upgrade, create, verify, read_only, settings)
-        )
+        options = OpenOptions(url_or_path, engine, upgrade, create, verify, read_only, settings)
+        return _Opening(options)
 
     @classmethod
     async def _open(cls, options: OpenOptions) -> MemoryStore:
         settings = options.settings or Settings.from_env()
         # Opening checks and prepares the file (header, permissions, WAL): disk I/O, so not
         # on the event loop.
-        if options.engine is None:
-            database = await asyncio.to_thread(
-                open_database,
-                DEFAULT_DATABASE if options.url_or_path is None else options.url_or_path,
-                settings,
-                create=options.create,
-                read_only=options.read_only,
-            )
-        elif options.url_or_path is not None:
-            raise ValidationError("engine", "give a URL or path, or an engine, not both")
-        else:
-            database = await asyncio.to_thread(
-                database_on,
-                options.engine,
-                settings,
-                create=options.create,
-                read_only=options.read_only,
-            )
+        database = await asyncio.to_thread(
+            open_database,
+            options.url_or_path,
+            settings,
+            create=options.create,
+            read_only=options.read_only,
+            engine=options.engine,
+        )
         try:
             if options.verify:
                 from memstore.db import audit
