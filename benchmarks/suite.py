@@ -42,6 +42,7 @@ from memstore.db import compaction, lease, reads
 from memstore.db.append import NewItem, append_item
 from memstore.db.compaction import CommitContext
 from memstore.db.connection import WRITE_OPTION, sqlite_engine
+from memstore.db.search_index import index_pending
 
 SETTINGS = Settings.from_env()
 SYNC = SETTINGS.sqlite_synchronous
@@ -290,6 +291,8 @@ def model_input_reads(removed: int, calls: int) -> tuple[list[Row], tuple[float,
     async def median_call(path: Path, forgotten: int) -> float:
         async with MemoryStore.open(path) as store:
             await store.import_session(history_records(forgotten, 50))
+            while await store.database.run_write(index_pending):  # what the writer does next
+                pass
             memory = await store.attach("h")
             await memory.build_model_input()
             times = []

@@ -32,6 +32,10 @@ DEFAULT_SUMMARIZER_TIMEOUT_S = 30.0
 #: the lease only has to outlive a missed heartbeat or two, and a holder that dies on another
 #: host delays the session's compaction by at most this long (on its own host, not at all).
 DEFAULT_LEASE_S = 10.0
+#: How long a call may wait for its output before compaction stops protecting it: long
+#: enough for a slow tool or a person approving a call, short enough that a crashed worker's
+#: call does not hold the budget for good.
+DEFAULT_PENDING_S = 900.0
 #: FULL: an acknowledged append survives power loss, not only a crash of the process.
 DEFAULT_SQLITE_SYNCHRONOUS = "FULL"
 DEFAULT_DB = "memstore.db"
@@ -113,6 +117,9 @@ class Settings:
         sqlite_synchronous: SQLite ``synchronous`` pragma (``MEMSTORE_SQLITE_SYNCHRONOUS``).
         ltm_max_value_bytes: Largest long-term value, in UTF-8 bytes of compact JSON
             (``MEMSTORE_LTM_MAX_VALUE_BYTES``).
+        pending_s: How long a call a worker added waits for its output, protected from
+            compaction, unless that worker moves on or closes first
+            (``MEMSTORE_PENDING_SECONDS``).
     """
 
     max_item_bytes: int = DEFAULT_MAX_ITEM_BYTES
@@ -121,6 +128,7 @@ class Settings:
     lease_s: float = DEFAULT_LEASE_S
     sqlite_synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS
     ltm_max_value_bytes: int = DEFAULT_LTM_MAX_VALUE_BYTES
+    pending_s: float = DEFAULT_PENDING_S
 
     def __post_init__(self) -> None:
         require_int("max_item_bytes", self.max_item_bytes, minimum=1)
@@ -134,6 +142,7 @@ class Settings:
             require_positive_float("summarizer_timeout_s", self.summarizer_timeout_s),
         )
         object.__setattr__(self, "lease_s", require_positive_float("lease_s", self.lease_s))
+        object.__setattr__(self, "pending_s", require_positive_float("pending_s", self.pending_s))
         if (
             not isinstance(self.sqlite_synchronous, str)
             or self.sqlite_synchronous.upper() not in _SYNCHRONOUS_MODES
@@ -166,6 +175,7 @@ class Settings:
                 ltm_max_value_bytes=env_int(
                     env, "MEMSTORE_LTM_MAX_VALUE_BYTES", DEFAULT_LTM_MAX_VALUE_BYTES
                 ),
+                pending_s=_env_float(env, "MEMSTORE_PENDING_SECONDS", DEFAULT_PENDING_S),
             )
         except ConfigurationError as error:
             raise rename_setting(error, SETTING_VARIABLES) from None
@@ -179,6 +189,7 @@ SETTING_VARIABLES = {
     "lease_s": "MEMSTORE_LEASE_SECONDS",
     "sqlite_synchronous": "MEMSTORE_SQLITE_SYNCHRONOUS",
     "ltm_max_value_bytes": "MEMSTORE_LTM_MAX_VALUE_BYTES",
+    "pending_s": "MEMSTORE_PENDING_SECONDS",
 }
 
 

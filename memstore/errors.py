@@ -9,7 +9,8 @@ so that programs never parse messages. Builtin bases are added where they help c
     ├── ValidationError (ValueError)          bad input; .field names it
     │   ├── KindRoleMismatchError             kind and role disagree
     │   └── ConfigurationError                invalid limits or settings
-    │       └── ModelConfigurationError       no API key (or model) for the model side
+    │       ├── ModelConfigurationError       no API key (or model) for the model side
+    │       └── SessionSettingsError (TypeError)  Agents SDK session_settings it does not know
     ├── NotFoundError (LookupError)
     │   ├── SessionNotFoundError
     │   └── EntryNotFoundError                no such long-term entry (CLI get/delete)
@@ -77,6 +78,13 @@ class ConfigurationError(ValidationError):
 
 class ModelConfigurationError(ConfigurationError):
     """The model side is not configured: ``field`` names the variable (``OPENAI_API_KEY``)."""
+
+
+class SessionSettingsError(ConfigurationError, TypeError):
+    """An Agents SDK ``session_settings`` the SDK refuses (an unknown key, a wrong type).
+
+    A ``TypeError`` too, as the SDK's own sessions raise for the same input.
+    """
 
 
 class NotFoundError(MemstoreError, LookupError):

@@ -86,7 +86,15 @@ def test_tokens_count_the_content_and_the_rest_by_rule(words: WordEstimator) -> 
     ("value", "field"),
     [
         ("not an object", "items[0]"),
-        ({"type": "telepathy_call"}, "items[0].type"),
+        ({"type": 5}, "items[0].type"),
+        ({"role": "user", "content": [5, None]}, "items[0].content[0]"),
+        ({"role": "user", "content": [{"text": "no type"}]}, "items[0].content[0]"),
+        (
+            {"type": "function_call", "call_id": "c", "name": None, "arguments": "{}"},
+            "items[0].name",
+        ),
+        ({"type": "function_call", "call_id": "c", "name": "f"}, "items[0].arguments"),
+        ({"type": "custom_tool_call", "call_id": "c", "name": "f", "input": 3}, "items[0].input"),
         ({"role": "wizard", "content": "x"}, "items[0].role"),
         ({"type": "function_call", "name": "f", "arguments": "{}"}, "items[0].call_id"),
         ({"role": "user", "content": "a\x00b"}, "items[0].content"),
@@ -194,9 +202,10 @@ async def test_add_items_round_trips_byte_identical_and_atomic(any_store: Memory
     assert await memory.build_model_input() == turn
     assert json.dumps(await memory.build_model_input()) == json.dumps(turn)  # key order too
     before = await memory.items()
-    with pytest.raises(ValidationError) as caught:  # the second item's call is unknown
-        await memory.add_items([user("and order 5?"), output("nobody-called")])
-    assert caught.value.field == "items[1].call_id"
+    nameless = {"type": "function_call", "call_id": "c9", "name": None, "arguments": "{}"}
+    with pytest.raises(ValidationError) as caught:  # the API refuses a call without a name
+        await memory.add_items([user("and order 5?"), nameless])
+    assert caught.value.field == "items[1].name"
     assert await memory.items() == before  # nothing of the batch was written
 
 

@@ -21,23 +21,105 @@ What the SDK gets:
   anything: the rows keep the fates ``popped`` and ``cleared``, and ``memstore show --all``,
   ``replay`` and ``check`` account for them.
 
-This module never imports the SDK: it is importable without it (``pip install
+Unlike ``SQLiteSession.close()``, :meth:`MemstoreSession.close` is a coroutine and must be
+awaited: it lets queued writes commit, then closes the database. A session dropped without
+being closed still stops its database threads (nothing is left running), and a closed session
+refuses further calls.
+
+One session object may be used from several threads, each running its own event loop (the
+SDK's ``run_sync`` does this). A SQLite store serves every loop (its connections live in
+memstore's own threads); a PostgreSQL store's connections belong to one loop, so each loop
+gets a store of its own, opened there and closed there.
+
+This module never imports the SDK at import time: it is importable without it (``pip install
 'memstore[agents]'`` for the SDK itself).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 import os
+import threading
+import weakref
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memstore.core.units import valid_input
+from memstore.errors import MemstoreError, SessionSettingsError, StorageError, ValidationError
 from memstore.memory.store import MemoryStore
+from memstore.memory.worker import new_handle_id
 from memstore.render.input import item_message
 
 if TYPE_CHECKING:
     from memstore.memory.session import SessionMemory
+
+log = logging.getLogger("memstore")
+
+CLOSED = "the session is closed"
+
+
+def session_settings_of(value: Any) -> Any:
+    """``value`` as the SDK's ``SessionSettings``, normalised as its own sessions do it: a
+    dict becomes ``SessionSettings`` (unknown keys refused), ``None`` the defaults.
+
+    Without the SDK installed, ``None`` stays ``None`` and anything else is kept as given.
+
+    Raises:
+        SessionSettingsError: the SDK refuses the settings (``field`` names them).
+    """
+    try:
+        from agents.memory.session_settings import SessionSettings, coerce_session_settings
+    except ImportError:
+        return value
+    if value is None:
+        return SessionSettings()
+    try:
+        return coerce_session_settings(value)
+    except (TypeError, ValueError) as error:  # pydantic's ValidationError is a ValueError
+        raise SessionSettingsError("session_settings", str(error)) from error
+
+
+def _limit(value: Any) -> int | None:
+    """``get_items``'s ``limit``: a whole number or ``None``."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ValidationError("limit", f"must be a whole number or None, got {value!r}")
+    return value
+
+
+@dataclass
+class _Opened:
+    store: MemoryStore
+    memory: SessionMemory
+    loop: asyncio.AbstractEventLoop
+
+
+@dataclass
+class _Stores:
+    """The stores a :meth:`MemstoreSession.from_url` session opened, under one lock.
+
+    Shared by the session and its finalizer (which must not hold the session itself).
+    """
+
+    guard: threading.Lock = field(default_factory=threading.Lock)
+    shared: _Opened | None = None  # SQLite: one store serves every loop
+    per_loop: dict[asyncio.AbstractEventLoop, _Opened] = field(default_factory=dict)
+    opening: dict[asyncio.AbstractEventLoop, asyncio.Future[None]] = field(default_factory=dict)
+    closed: bool = False
+
+    def take_all(self) -> list[_Opened]:
+        """Mark closed and hand over every store (to close them)."""
+        with self.guard:
+            self.closed = True
+            opened = [*([self.shared] if self.shared else []), *self.per_loop.values()]
+            self.shared, self.per_loop = None, {}
+            return opened
+
+    def release(self) -> None:
+        """Stop every store's threads without waiting (dropped unclosed, or no loop to await
+        on): queued writes still commit, nothing is left running."""
+        for opened in self.take_all():
+            opened.store.database.release()
 
 
 class MemstoreSession:
@@ -46,19 +128,22 @@ class MemstoreSession:
     Args:
         memory: The session handle (``store.session("chat-1", limits=..., summarizer=...,
             ltm_scopes=[...])``): its limits, estimator, summarizer and long-term scopes are
-            what the agent's history is bounded and built with.
-        session_settings: The SDK's ``SessionSettings``; its ``limit`` applies when
-            ``get_items`` is called without one.
+            what the agent's history is bounded and built with. The store stays the
+            caller's: :meth:`close` does not close it.
+        session_settings: The SDK's ``SessionSettings`` (or a dict of its fields); its
+            ``limit`` applies when ``get_items`` is called without one.
+
+    Raises:
+        SessionSettingsError: ``session_settings`` has a key or value the SDK refuses.
     """
 
     def __init__(self, memory: SessionMemory, *, session_settings: Any = None) -> None:
         self._memory: SessionMemory | None = memory
         self.session_id: str = memory.session_id
-        self.session_settings = session_settings
-        self._store: MemoryStore | None = None
+        self.session_settings = session_settings_of(session_settings)
         self._opening: tuple[str | os.PathLike[str], dict[str, Any]] | None = None
-        self._lock = asyncio.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stores = _Stores()
+        self._release = weakref.finalize(self, self._stores.release)
 
     @classmethod
     def from_url(
@@ -79,46 +164,84 @@ class MemstoreSession:
             session_options: Passed to :meth:`MemoryStore.session` (``limits``,
                 ``estimator``, ``summarizer``, ``ltm_scopes``, ``ltm_budget``).
         """
+        self = cls.__new__(cls)
+        self._open_on_use(session_id, url, session_settings, session_options)
+        return self
+
+    def _open_on_use(
+        self,
+        session_id: str,
+        url: str | os.PathLike[str],
+        session_settings: Any,
+        session_options: dict[str, Any],
+    ) -> None:
         from memstore.core.validation import validate_session_id
 
-        self = cls.__new__(cls)
         self._memory = None
         self.session_id = validate_session_id(session_id)
-        self.session_settings = session_settings
-        self._store = None
+        self.session_settings = session_settings_of(session_settings)
+        # One writer, whichever loop it runs on: every store it opens records the same handle.
+        session_options = {"handle": new_handle_id(), **session_options}
         self._opening = (url, session_options)
-        self._lock = asyncio.Lock()
-        self._loop = None
-        return self
+        self._stores = _Stores()
+        self._release = weakref.finalize(self, self._stores.release)
 
     async def memory(self) -> SessionMemory:
         """The memstore session handle (opening the database on first use).
 
-        A database connection belongs to the event loop it was opened on; when a
-        :meth:`from_url` session is used from another loop (two ``asyncio.run`` calls), it
-        opens the database again there (the first loop's connections went with that loop).
+        Raises:
+            StorageError: the session is closed.
         """
-        loop = asyncio.get_running_loop()
-        if self._opening is not None and self._loop is not loop:
-            stale, self._memory, self._store, self._loop = self._store, None, None, loop
-            self._lock = asyncio.Lock()
-            if stale is not None:
-                with contextlib.suppress(Exception):  # its loop is gone; nothing to flush
-                    await stale.close()
-        if self._memory is not None:
+        if self._opening is None:
+            if self._stores.closed or self._memory is None:
+                raise StorageError(CLOSED)
             return self._memory
-        async with self._lock:
-            if self._memory is None:
-                assert self._opening is not None
-                url, options = self._opening
-                store = await MemoryStore.open(url)
-                try:
-                    self._memory = store.session(self.session_id, **options)
-                except BaseException:
-                    await store.close()
-                    raise
-                self._store = store
-        return self._memory
+        loop = asyncio.get_running_loop()
+        stores = self._stores
+        while True:
+            with stores.guard:
+                if stores.closed:
+                    raise StorageError(CLOSED)
+                opened = stores.shared or stores.per_loop.get(loop)
+                if opened is not None:
+                    return opened.memory
+                waiting = stores.opening.get(loop)
+                if waiting is None:
+                    stores.opening[loop] = loop.create_future()
+                    break
+            await asyncio.shield(waiting)  # another task of this loop is opening it
+        try:
+            return await self._open_here(loop)
+        finally:
+            with stores.guard:
+                done = stores.opening.pop(loop)
+            done.set_result(None)
+
+    async def _open_here(self, loop: asyncio.AbstractEventLoop) -> SessionMemory:
+        assert self._opening is not None
+        url, options = self._opening
+        store = await MemoryStore.open(url)
+        try:
+            opened = _Opened(store, store.session(self.session_id, **options), loop)
+        except BaseException:
+            await store.close()
+            raise
+        stores = self._stores
+        with stores.guard:
+            spare = None
+            if stores.closed:
+                spare = opened
+            elif store.database.dialect != "sqlite":
+                stores.per_loop[loop] = opened  # its connections belong to this loop
+            elif stores.shared is None:
+                stores.shared = opened
+            else:  # another thread opened one first: use that, close ours (ours alone)
+                spare, opened = opened, stores.shared
+        if spare is not None:
+            await spare.store.close()
+            if spare is opened:
+                raise StorageError(CLOSED)
+        return opened.memory
 
     async def get_items(self, limit: int | None = None) -> list[dict[str, Any]]:
         """The bounded model input, oldest first; ``limit=N``: the newest N of it, less any
@@ -128,12 +251,18 @@ class MemstoreSession:
         Args:
             limit: How many of the newest items; ``None`` takes the session settings'
                 ``limit`` (all if unset); ``0`` or less gives ``[]``.
+
+        Raises:
+            ValidationError: ``limit`` is not a whole number.
+            StorageError: the session is closed.
         """
+        limit = _limit(limit)
         if limit is None and self.session_settings is not None:
-            limit = getattr(self.session_settings, "limit", None)
+            limit = _limit(getattr(self.session_settings, "limit", None))
+        memory = await self.memory()
         if limit is not None and limit <= 0:
             return []
-        items = await (await self.memory()).build_model_input()
+        items = await memory.build_model_input()
         # A cut may split a call from its output: what it broke is left out, not sent.
         return items if limit is None else valid_input(items[-limit:])
 
@@ -141,12 +270,15 @@ class MemstoreSession:
         """Append one SDK turn's items in one transaction, then compact if needed.
 
         Raises:
-            ValidationError: an item memstore cannot carry (nothing of the turn is written).
+            ValidationError: an item the Responses API would refuse (nothing of the turn is
+                written).
+            StorageError: the session is closed.
         """
         await (await self.memory()).add_items(items)
 
     async def pop_item(self) -> dict[str, Any] | None:
-        """Take back the newest active item; return it as it was added (``None``: empty)."""
+        """Take back the newest active item this session added; return it as it was added
+        (``None``: it has none). Another process's items are never taken back."""
         item = await (await self.memory()).pop_item()
         return None if item is None else item_message(item)
 
@@ -154,8 +286,37 @@ class MemstoreSession:
         """Empty working memory (items and summary), on the record: nothing is deleted."""
         await (await self.memory()).clear()
 
+    async def _end_pending(self, here: asyncio.AbstractEventLoop) -> None:
+        """The calls this session added wait no more (its runs are over)."""
+        memory = self._memory
+        if self._opening is not None:
+            with self._stores.guard:
+                opened = self._stores.shared or self._stores.per_loop.get(here)
+            memory = None if opened is None else opened.memory
+        if memory is not None and not self._stores.closed:
+            try:
+                await memory.end_pending()
+            except MemstoreError as error:  # closing goes on: the deadline still ends them
+                log.warning(
+                    "memstore: could not end %s's pending calls (%s)", self.session_id, error
+                )
+
     async def close(self) -> None:
-        """Close the database this object opened (:meth:`from_url`); otherwise a no-op."""
-        if self._store is not None:
-            store, self._store, self._memory = self._store, None, None
-            await store.close()
+        """Let queued writes commit, then close what this object opened; a coroutine, to be
+        awaited (``SQLiteSession.close()`` is not). Later calls raise :class:`StorageError`.
+
+        A store passed to the constructor stays open (it is the caller's). Stores opened on
+        another thread's loop are closed on that loop while it runs; one whose loop has
+        ended has only its threads stopped (its loop took its connections with it).
+        """
+        here = asyncio.get_running_loop()
+        self._release.detach()
+        await self._end_pending(here)
+        for opened in self._stores.take_all():
+            if opened.loop is here or opened.store.database.dialect == "sqlite":
+                await opened.store.close()
+            elif not opened.loop.is_closed() and opened.loop.is_running():
+                done = asyncio.run_coroutine_threadsafe(opened.store.close(), opened.loop)
+                await asyncio.wrap_future(done)
+            else:
+                opened.store.database.release()

@@ -18,7 +18,20 @@ its output                TOOL_OBSERVATION (tool)              its text
 reasoning                 DECISION (assistant)                 its readable summary, never
                                                                the encrypted blob
 a hosted tool call        ASSISTANT_MESSAGE (assistant)        ``[type]`` and its fields
+any other type            ASSISTANT_MESSAGE (assistant)        ``[type]`` and its fields
 ========================  ===================================  ============================
+
+**Any type is carried.** What the Responses API or an agent framework emits that memstore has
+no rule for (a type newer than this code) is stored verbatim as an *opaque* item: its own
+unit, never a refusal, counted conservatively (one token per :data:`MEDIA_CHARS_PER_TOKEN`
+characters of its whole JSON). A call whose link is null (a server-executed
+``tool_search_call``, ``"execution": "server"``, and its output) is complete on its own, like a
+hosted call. The ``program`` and ``program_output`` items of programmatic tool calling are
+carried this way too (the API takes a program whose output has not come yet), and the calls a
+program makes (``caller`` set) pair with their outputs like any other call. What the API
+itself refuses is refused here too, naming the field: a message
+content part that is not an object, a ``function_call`` whose ``name`` or ``arguments`` is not
+text.
 
 **Tokens** are never fewer than what the model is sent of the item. The model reads an item's
 content, not its JSON keys (its framing is the 4 tokens every item costs), so the estimator
@@ -56,14 +69,18 @@ CALL_OUTPUTS: Mapping[str, str] = {
     "tool_search_call": "tool_search_output",
 }
 OUTPUT_TYPES = frozenset(CALL_OUTPUTS.values())
-#: Where each paired type keeps the id that links a call to its output.
-_LINK_FIELD: Mapping[str, str] = {
-    **dict.fromkeys(CALL_OUTPUTS, "call_id"),
-    **dict.fromkeys(OUTPUT_TYPES, "call_id"),
-    "local_shell_call_output": "id",  # the API names the call's call_id "id" here
-    "mcp_approval_request": "id",
-    "mcp_approval_response": "approval_request_id",
+#: Where each paired type keeps the id that links a call to its output (the first field
+#: that holds text, in this order).
+_LINK_FIELD: Mapping[str, tuple[str, ...]] = {
+    **dict.fromkeys(CALL_OUTPUTS, ("call_id",)),
+    **dict.fromkeys(OUTPUT_TYPES, ("call_id",)),
+    # The API's own shape names the call's call_id "id" here; the Agents SDK writes call_id.
+    "local_shell_call_output": ("call_id", "id"),
+    "mcp_approval_request": ("id",),
+    "mcp_approval_response": ("approval_request_id",),
 }
+#: Paired types the API also accepts with a null link: server-executed, complete alone.
+_LINK_OPTIONAL = frozenset({"tool_search_call", "tool_search_output"})
 #: Hosted tools: the call and its result are one item.
 HOSTED_CALLS = frozenset(
     {
@@ -138,25 +155,41 @@ class ParsedItem:
     @property
     def is_call(self) -> bool:
         """A call that expects an output item."""
-        return self.item_type in CALL_OUTPUTS
+        return self.item_type in CALL_OUTPUTS and self.link is not None
 
     @property
     def is_output(self) -> bool:
         """The output of a call."""
-        return self.item_type in OUTPUT_TYPES
+        return self.item_type in OUTPUT_TYPES and self.link is not None
+
+    @property
+    def may_wait(self) -> bool:
+        """It may wait for another item: a call for its output, reasoning for its follower."""
+        return self.is_call or self.item_type == REASONING
+
+
+#: The type of an item with neither a ``type`` nor a message's fields (an Agents SDK
+#: ``EncryptedSession`` envelope): carried opaque.
+UNTYPED = "untyped"
 
 
 def item_type(payload: Mapping[str, Any]) -> str:
-    """The item's ``type``; a message may omit it (``{"role": "user", "content": "hi"}``)."""
+    """The item's ``type``; a message may omit it (``{"role": "user", "content": "hi"}``),
+    and an object with no type and no message fields is :data:`UNTYPED`."""
     kind = payload.get("type")
-    return MESSAGE if kind is None else str(kind)
+    if kind is None:
+        return MESSAGE if "role" in payload or "content" in payload else UNTYPED
+    return str(kind)
 
 
 def link_of(payload: Mapping[str, Any]) -> str | None:
-    """The id that pairs a call and its output, or ``None`` for other items."""
-    name = _LINK_FIELD.get(item_type(payload))
-    value = payload.get(name) if name else None
-    return value if isinstance(value, str) else None
+    """The id that pairs a call and its output, or ``None`` for other items (and for a
+    server-executed call, whose link is null)."""
+    for name in _LINK_FIELD.get(item_type(payload), ()):
+        value = payload.get(name)
+        if isinstance(value, str):
+            return value
+    return None
 
 
 def parse_item(value: object, field: str, *, max_bytes: int) -> ParsedItem:
@@ -168,31 +201,27 @@ def parse_item(value: object, field: str, *, max_bytes: int) -> ParsedItem:
         max_bytes: The stored JSON's limit, in bytes of UTF-8.
 
     Raises:
-        ValidationError: not a JSON object, an unknown ``type`` or role, a value JSON cannot
-            carry unchanged, text that cannot be stored, or JSON over ``max_bytes``.
+        ValidationError: not a JSON object, a ``type`` that is not text, a role or a field the
+            Responses API refuses, a value JSON cannot carry unchanged, text that cannot be
+            stored, or JSON over ``max_bytes``.
     """
     if not isinstance(value, dict):
         raise ValidationError(field, f"must be a JSON object, got {type(value).__name__}")
     _check_json(value, field)
+    if "type" in value and not isinstance(value["type"], str):
+        raise ValidationError(f"{field}.type", f"must be text, got {value['type']!r}")
     kind_name = item_type(value)
-    if kind_name not in KNOWN_TYPES:
-        raise ValidationError(
-            f"{field}.type",
-            f"unknown item type {kind_name[:60]!r} (memstore carries: "
-            f"{', '.join(sorted(KNOWN_TYPES))})",
-        )
     payload_json = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     size = len(payload_json.encode("utf-8"))
     if size > max_bytes:
         raise ValidationError(field, f"is {size} bytes of JSON, over the limit of {max_bytes}")
     link = link_of(value)
-    if kind_name in _LINK_FIELD and (link is None or not 1 <= len(link) <= MAX_LINK_CHARS):
-        raise ValidationError(
-            f"{field}.{_LINK_FIELD[kind_name]}",
-            f"must be a string of 1-{MAX_LINK_CHARS} characters",
-        )
+    _check_link(value, kind_name, link, field)
+    _check_fields(value, kind_name, field)
     kind, role = _kind_and_role(value, kind_name, field)
     media = _media_tokens(value)
+    if kind_name not in KNOWN_TYPES:  # opaque: counted by its whole JSON, never less
+        media = math.ceil(len(payload_json) / MEDIA_CHARS_PER_TOKEN)
     return ParsedItem(
         kind=kind,
         role=role,
@@ -204,6 +233,39 @@ def parse_item(value: object, field: str, *, max_bytes: int) -> ParsedItem:
         media_tokens=media + _encrypted_tokens(value),
         counted_text=derived_text(value, clip=None),
     )
+
+
+def _check_link(payload: Mapping[str, Any], kind_name: str, link: str | None, field: str) -> None:
+    names = _LINK_FIELD.get(kind_name)
+    if names is None:
+        return
+    if link is None and kind_name in _LINK_OPTIONAL and payload.get(names[0]) is None:
+        return  # server-executed: no link, complete alone
+    if link is None or not 1 <= len(link) <= MAX_LINK_CHARS:
+        raise ValidationError(
+            f"{field}.{names[0]}", f"must be a string of 1-{MAX_LINK_CHARS} characters"
+        )
+
+
+#: Fields the Responses API requires to be text, by item type.
+_TEXT_FIELDS: Mapping[str, tuple[str, ...]] = {
+    "function_call": ("name", "arguments"),
+    "custom_tool_call": ("name", "input"),
+}
+
+
+def _check_fields(payload: Mapping[str, Any], kind_name: str, field: str) -> None:
+    """Refuse what the Responses API refuses in the types memstore reads."""
+    for name in _TEXT_FIELDS.get(kind_name, ()):
+        if not isinstance(payload.get(name), str):
+            raise ValidationError(f"{field}.{name}", f"must be text, got {payload.get(name)!r}")
+    if kind_name == MESSAGE and isinstance(payload.get("content"), list):
+        for index, part in enumerate(payload["content"]):
+            if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+                raise ValidationError(
+                    f"{field}.content[{index}]",
+                    f"must be a content part (an object with a type), got {part!r:.60}",
+                )
 
 
 def _kind_and_role(

@@ -19,6 +19,8 @@ first. The newest ``keep_recent`` items are *protected* in phases 1 and 2.
 Every phase works on *units* (:mod:`memstore.core.units`), not single items: a Responses call and
 its output, or a reasoning item and what it led to, are protected, dropped, summarized and
 evicted together, and ``keep_recent`` protects every unit that holds one of the newest items.
+"Oldest" and "newest" are in the model's order (:mod:`memstore.core.turns`): each writer's
+turns whole, in the order they began, so ``keep_recent`` protects what the model reads last.
 A pending unit (a call still waiting for its output) is never removed, not even in phase 3:
 the one case where a compaction may end above the target, by at most that unit.
 
@@ -33,6 +35,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from memstore.core.turns import turn_order
 from memstore.core.units import Unit, closure, units
 from memstore.core.values import (
     ITEM_OVERHEAD_TOKENS,
@@ -62,6 +65,8 @@ class Snapshot:
         summary_tokens: Estimated tokens of ``summary`` (0 without one).
         user_turns: User messages appended since the last compaction.
         estimator: Name of the estimator that counted the session.
+        read_at: When it was read (seconds since 1970): pending calls' deadlines are
+            judged against it (``None``: deadlines are not judged).
     """
 
     session_id: str
@@ -72,6 +77,7 @@ class Snapshot:
     summary_tokens: int = 0
     user_turns: int = 0
     estimator: str = ""
+    read_at: float | None = None
 
     @property
     def total_tokens(self) -> int:
@@ -192,10 +198,12 @@ class CompactionPlan:
 def protected_ids(
     items: Sequence[MemoryItem], keep_recent: int, groups: Sequence[Unit] | None = None
 ) -> frozenset[str]:
-    """Ids of the newest ``keep_recent`` items and the rest of their units, and of every
-    pending unit (a call waiting for its output)."""
+    """Ids of the newest ``keep_recent`` items, counted in the model's order (the turns,
+    :mod:`memstore.core.turns`), and the rest of their units, and of every pending unit (a
+    call waiting for its output)."""
     groups = units(items) if groups is None else groups
-    newest = [item.id for item in items[-keep_recent:]] if keep_recent > 0 else []
+    ordered = turn_order(items)
+    newest = [item.id for item in ordered[-keep_recent:]] if keep_recent > 0 else []
     pending = [item.id for unit in groups if unit.pending for item in unit.items]
     return closure(groups, [*newest, *pending])
 
@@ -239,7 +247,7 @@ def start_plan(
         The draft; call the summarizer on ``draft.candidates`` if there are any.
     """
     budget = limits.target if budget is None else budget
-    groups = units(snapshot.items)
+    groups = units(snapshot.items, snapshot.read_at)
     protected = protected_ids(snapshot.items, limits.keep_recent, groups)
     total = snapshot.total_tokens
     dropped_ids: set[str] = set()

@@ -12,11 +12,20 @@ Most items are a unit of their own. Carried Responses items bind in two ways:
   without its follower, and a reasoning model's call without its reasoning.
 
 A unit is *complete* when each of its calls has its output and its reasoning its follower.
-An incomplete unit is *pending* while the response it belongs to may still complete it: no
-message has come after it. Compaction never removes a pending unit (the output that
-completes it would arrive orphaned); an incomplete unit that is not pending (a turn broken
-off, an output popped and never replaced) is removed like any other. :func:`valid_input`
-leaves every incomplete unit out of a model input, where the API would refuse it.
+An incomplete unit is *pending* while the response it belongs to may still complete it, which
+is judged per handle (the writer that added it: one agent worker): until that same handle adds
+a message after it (its turn went on without the output), closes, or the unit's pending time
+(``MemoryItem.pending_until``) passes, so a crashed worker's call does not hold the budget for
+good. Other writers' messages change nothing: several processes share a session, and one
+worker's question must not cut short another's tool call. Compaction never removes a pending
+unit (its output would arrive with nothing to answer); an incomplete unit that is not pending
+(a turn broken off, an output popped and never replaced) is removed like any other. An output
+that arrives after its call left anyway is stored, and :func:`valid_input` leaves every
+incomplete unit out of a model input, where the API would refuse it.
+
+Units are found in the model's order (:func:`memstore.core.turns.turn_order`): a reasoning item
+binds to what follows it in its own turn, never to another writer's item that was committed
+in between.
 
 Nothing here does I/O; the policy (:mod:`memstore.core.policy`) removes and protects whole units.
 """
@@ -28,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from memstore.core.carried_items import CALL_OUTPUTS, OUTPUT_TYPES, REASONING, link_of
+from memstore.core.turns import turn_order
 from memstore.core.values import MemoryItem, MemoryKind
 
 
@@ -64,14 +74,17 @@ class _Entry:
     type: str | None  # None: a text item or a plain message
     link: str | None  # call_id and kin
     assistant_side: bool  # what a reasoning item may lead to: the assistant's own output
+    handle: str | None = None  # who added it (None: unknown, one writer for all such items)
+    wait_until: float | None = None  # how long it may wait (None: no deadline)
 
     @property
     def is_call(self) -> bool:
-        return self.type in CALL_OUTPUTS
+        # A call without a link (server-executed) waits for nothing: complete alone.
+        return self.type in CALL_OUTPUTS and self.link is not None
 
     @property
     def is_output(self) -> bool:
-        return self.type in OUTPUT_TYPES
+        return self.type in OUTPUT_TYPES and self.link is not None
 
     @property
     def closes(self) -> bool:
@@ -86,7 +99,7 @@ class _Group:
     pending: bool
 
 
-def _groups(entries: Sequence[_Entry]) -> list[_Group]:
+def _groups(entries: Sequence[_Entry], now: float | None = None) -> list[_Group]:
     parent = list(range(len(entries)))
 
     def root(i: int) -> int:
@@ -128,7 +141,10 @@ def _groups(entries: Sequence[_Entry]) -> list[_Group]:
                 join(index, call)
                 answered.add(entry.link or "")
     unanswered = {i for link, i in calls.items() if link not in answered}
-    last_close = max((i for i, e in enumerate(entries) if e.closes), default=-1)
+    last_close: dict[str | None, int] = {}  # per handle: its newest message
+    for index, entry in enumerate(entries):
+        if entry.closes:
+            last_close[entry.handle] = index
     members: dict[int, list[int]] = {}
     for index in range(len(entries)):
         members.setdefault(root(index), []).append(index)
@@ -137,30 +153,50 @@ def _groups(entries: Sequence[_Entry]) -> list[_Group]:
         waits = bool(set(group) & (unanswered | set(waiting)))
         broken = bool(set(group) & orphans)
         complete = not waits and not broken
-        # Pending: waiting for what the response in progress will still add.
-        pending = waits and not broken and group[0] > last_close
+        pending = waits and not broken and _still_waiting([entries[i] for i in group], group[0],
+                                                          last_close, now)  # fmt: skip
         out.append(_Group(tuple(group), complete, pending))
     return out
 
 
+def _still_waiting(
+    members: Sequence[_Entry], first: int, last_close: Mapping[str | None, int], now: float | None
+) -> bool:
+    """Whether an incomplete group may still be completed by the handle that began it: that
+    handle added no message after it, and its deadline (if any) has not passed."""
+    handle = members[0].handle
+    if last_close.get(handle, -1) > first:
+        return False  # its own writer went on without the output
+    deadlines = [m.wait_until for m in members if m.wait_until is not None]
+    return now is None or not deadlines or max(deadlines) > now
+
+
 def _entry_of_item(item: MemoryItem) -> _Entry:
     side = item.payload is not None and item.kind is MemoryKind.ASSISTANT_MESSAGE
-    return _Entry(item.item_type, item.call_id, side)
+    return _Entry(item.item_type, item.call_id, side, item.handle, item.pending_until)
 
 
 def _entry_of_input(entry: Mapping[str, Any]) -> _Entry:
     kind = entry.get("type")
     kind = "message" if kind is None else str(kind)
     side = (kind == "message" and entry.get("role") == "assistant") or (
-        kind != "message" and kind != REASONING and kind not in OUTPUT_TYPES
+        kind != "message" and kind != REASONING and (kind not in OUTPUT_TYPES or not link_of(entry))
     )
     return _Entry(None if kind == "message" else kind, link_of(entry), side)
 
 
-def units(items: Sequence[MemoryItem]) -> tuple[Unit, ...]:
-    """``items`` (oldest first) grouped into units, ordered by their oldest member."""
-    groups = _groups([_entry_of_item(item) for item in items])
-    return tuple(Unit(tuple(items[i] for i in g.members), pending=g.pending) for g in groups)
+def units(items: Sequence[MemoryItem], now: float | None = None) -> tuple[Unit, ...]:
+    """``items`` grouped into units, in the model's order (:func:`turn_order`), ordered by
+    their first member in it.
+
+    Args:
+        items: A session's items.
+        now: The time (seconds since 1970) pending deadlines are judged against; ``None``
+            ignores them (replay judges by what was recorded).
+    """
+    ordered = turn_order(items)
+    groups = _groups([_entry_of_item(item) for item in ordered], now)
+    return tuple(Unit(tuple(ordered[i] for i in g.members), pending=g.pending) for g in groups)
 
 
 def closure(groups: Iterable[Unit], ids: Iterable[str]) -> frozenset[str]:

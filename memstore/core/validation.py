@@ -14,6 +14,8 @@ from memstore.errors import ValidationError
 SESSION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 #: Idempotency keys are opaque, but bounded and printable.
 MAX_IDEMPOTENCY_KEY_CHARS = 200
+#: A handle id: letters, digits and ``._:-``, at most the ``items.handle`` column's width.
+HANDLE_PATTERN = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 
 
 def validate_session_id(session_id: object, field: str = "session_id") -> str:
@@ -73,3 +75,14 @@ def validate_idempotency_key(key: object) -> str | None:
     if not key.isprintable():
         raise ValidationError("idempotency_key", "must not contain control characters")
     return key
+
+
+def validate_handle(handle: object) -> str:
+    """``handle`` if it is a valid handle id (:mod:`memstore.core.turns`).
+
+    Raises:
+        ValidationError: not 1-64 letters, digits or ``._:-``.
+    """
+    if not isinstance(handle, str) or not HANDLE_PATTERN.fullmatch(handle):
+        raise ValidationError("handle", "must be 1-64 letters, digits or ._:-")
+    return handle

@@ -155,6 +155,9 @@ class MemoryItem:
             model-input message memstore builds from ``content``). ``content`` then holds
             the text derived from it (:mod:`memstore.core.carried_items`).
         call_id: The id pairing a carried call with its output, if it is one of those.
+        handle / turn: The handle that added it, the seq of the user message that began its
+            turn (:mod:`memstore.core.turns`; ``None``: not recorded).
+        pending_until: Until when (seconds since 1970) a call may wait for its output.
     """
 
     id: str
@@ -171,6 +174,9 @@ class MemoryItem:
     removed_by: int | None = None
     payload: Mapping[str, Any] | None = None
     call_id: str | None = None
+    handle: str | None = None
+    turn: int | None = None
+    pending_until: float | None = None
 
     @property
     def item_type(self) -> str | None:

@@ -7,8 +7,8 @@ An append, in order:
 2. if the session does not exist yet, create it and repeat step 1;
 3. with an idempotency key, look the key up: an item already stored under it is returned
    instead (nothing is written), or a conflict raised if it differs;
-4. a carried output (``function_call_output`` and kin) must find its call in the session,
-   an earlier item of the same batch included;
+4. a carried output (``function_call_output`` and kin) must not answer a call of another
+   kind, or one already answered (an output whose call left working memory is stored);
 5. insert the item.
 
 A batch (:func:`append_items`: one agent turn) runs these steps for each item in one
@@ -21,6 +21,7 @@ On SQLite the writer thread commits concurrent appends together, each in its own
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -63,6 +64,10 @@ class NewItem:
     is_output: bool = False
     #: How error messages name it (``items[2]``).
     field: str = "item"
+    #: The handle appending it (:mod:`memstore.core.turns`); ``None``: unknown.
+    handle: str | None = None
+    #: For a call (or reasoning) that may wait for its output: for how many seconds.
+    wait_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -130,10 +135,19 @@ INSERT_ITEM = insert(items)
 #: The active items linked by one call_id (the call, and its output if it has one): one
 #: probe of the partial call_id index. A call no longer in working memory does not count:
 #: its output would reach the model orphaned.
-LINKED = select(items.c.kind, items.c.payload).where(
+LINKED = select(items.c.kind, items.c.payload, items.c.seq, items.c.turn).where(
     items.c.session_id == bindparam("sid"),
     items.c.call_id == bindparam("call_id"),
     items.c.fate.is_(None),
+)
+
+
+#: The turn of the handle's newest item: a later item of that handle joins it.
+HANDLE_TURN = (
+    select(items.c.turn)
+    .where(items.c.session_id == bindparam("sid"), items.c.handle == bindparam("handle"))
+    .order_by(items.c.seq.desc())
+    .limit(1)
 )
 
 
@@ -211,8 +225,8 @@ def append_item(
             raise Duplicate(
                 AppendResult(stored, session_total(before, row.summary_tokens), 0, duplicate=True)
             )
-    if new.is_output:
-        _check_answers_a_call(conn, session_id, new)
+    call_turn = _check_answers_a_call(conn, session_id, new) if new.is_output else None
+    turn = _turn_of(conn, session_id, new, row.last_seq, call_turn)
     item = MemoryItem(
         id=str(uuid.uuid4()),
         session_id=session_id,
@@ -226,25 +240,52 @@ def append_item(
         version=row.version,
         payload=_loads(new.payload_json),
         call_id=new.call_id,
+        handle=new.handle,
+        turn=turn,
+        pending_until=None if new.wait_seconds is None else time.time() + new.wait_seconds,
     )
     conn.execute(INSERT_ITEM, _insert_values(item, new))
     total = session_total(row.active_tokens, row.summary_tokens)
     return AppendResult(item, total, row.user_turns, items=(item,))
 
 
-def _check_answers_a_call(conn: Connection, session_id: str, new: NewItem) -> None:
-    """An output must answer a call of its kind, active and not answered yet."""
+def _turn_of(
+    conn: Connection, session_id: str, new: NewItem, seq: int, call_turn: int | None
+) -> int | None:
+    """The turn ``new`` belongs to (:mod:`memstore.core.turns`): its own, for a user message;
+    its call's, for an output; else its handle's current one (``None``: a turn of its own)."""
+    if new.kind is MemoryKind.USER_MESSAGE:
+        return seq
+    if call_turn is not None:
+        return call_turn
+    if new.handle is None:
+        return None
+    found: int | None = conn.execute(
+        HANDLE_TURN, {"sid": session_id, "handle": new.handle}
+    ).scalar()
+    return found
+
+
+def _check_answers_a_call(conn: Connection, session_id: str, new: NewItem) -> int | None:
+    """An output must answer a call of its kind that has no output yet; the call's turn.
+
+    An output whose call is not in working memory (a compaction removed it while the tool
+    ran, or the call was never stored here) is stored all the same: refusing it would lose
+    the turn, and the model input leaves it out (:func:`memstore.core.units.valid_input`).
+    """
     linked = conn.execute(LINKED, {"sid": session_id, "call_id": new.call_id}).all()
     calls = [json.loads(row.payload) for row in linked if row.kind == "ASSISTANT_MESSAGE"]
     field = f"{new.field}.call_id"
     if not calls:
-        raise ValidationError(field, f"no call with call_id {new.call_id!r} in working memory")
+        return None
     wanted = CALL_OUTPUTS.get(str(calls[0].get("type")))
     given = json.loads(new.payload_json or "{}").get("type")
     if wanted != given:
         raise ValidationError(f"{new.field}.type", f"{given!r} cannot answer a {wanted!r} call")
     if len(linked) > len(calls):
         raise ValidationError(field, f"the call {new.call_id!r} already has its output")
+    call = next(row for row in linked if row.kind == "ASSISTANT_MESSAGE")
+    return call.seq if call.turn is None else int(call.turn)
 
 
 def _rest_of_batch(conn: Connection, session_id: str, news: Sequence[NewItem]) -> list[MemoryItem]:
@@ -325,6 +366,9 @@ def _insert_values(item: MemoryItem, new: NewItem) -> dict[str, Any]:
         "version": 1,
         "payload": new.payload_json,
         "call_id": new.call_id,
+        "handle": item.handle,
+        "turn": item.turn,
+        "pending_until": item.pending_until,
     }
 
 
@@ -352,7 +396,8 @@ async def append_batch(
     """Append ``news`` durably in one transaction; return them with the session's new total.
 
     Raises:
-        As :func:`append`, and ValidationError for an output whose call is not in the session.
+        As :func:`append`, and ValidationError for an output that answers a call of another
+        kind or one already answered.
     """
     job = partial(
         append_items, session_id=session_id, estimator=estimator, limits=limits, news=news

@@ -16,6 +16,7 @@ from sqlalchemy import Connection, bindparam, select, text
 from memstore.core.invariants import Ledger
 from memstore.db.engine import Database
 from memstore.db.search import FTS_TABLES, POSTGRES_INDEXES, TOKENIZER
+from memstore.db.search_index import WATERMARK_TABLE, unindexed_items
 from memstore.db.tables import compactions, items, sessions, summaries
 
 
@@ -98,27 +99,48 @@ async def integrity_problems(db: Database) -> list[str]:
 async def index_problems(db: Database, session_id: str | None = None) -> list[str]:
     """Where the full-text index disagrees with the rows it indexes (empty: ok).
 
-    SQLite: every FTS5 table and its three triggers exist, and each index holds exactly the
-    words of its rows: the rows (of ``session_id`` only, if given; long-term entries only
-    without it) are indexed afresh into a temporary FTS5 table with the same tokenizer, and
-    the two indexes' word instances must be equal both ways. Temporary tables are writable
-    on a read-only connection, so this writes nothing to the database. PostgreSQL maintains
-    its expression indexes itself: they must exist and be valid.
+    SQLite: every FTS5 table and its triggers exist, and each index holds exactly the
+    words of its rows (items: those up to the watermark; the newer ones are not indexed
+    yet, see :func:`index_lag`): the rows (of ``session_id`` only, if given; long-term
+    entries only without it) are indexed afresh into a temporary FTS5 table with the same
+    tokenizer, and the two indexes' word instances must be equal both ways. Temporary
+    tables are writable on a read-only connection, so this writes nothing to the database.
+    PostgreSQL maintains its expression indexes itself: they must exist and be valid.
     """
     if db.dialect == "sqlite":
         return await db.run_read(partial(_sqlite_index_problems, session_id=session_id))
     return await db.run_read(_postgres_index_problems)
 
 
+#: What each index needs beside its FTS5 table: items have no insert trigger (appends do
+#: not index, the writer catches up: :mod:`memstore.db.search_index`) but a watermark.
+_INDEX_PARTS = {
+    "items_fts": ("items_fts_delete", "items_fts_update", WATERMARK_TABLE),
+    "summaries_fts": ("summaries_fts_insert", "summaries_fts_delete", "summaries_fts_update"),
+    "ltm_entries_fts": (
+        "ltm_entries_fts_insert",
+        "ltm_entries_fts_delete",
+        "ltm_entries_fts_update",
+    ),
+}
+#: The items the index holds: those up to the watermark.
+_INDEXED_ITEMS = f"rowid <= (SELECT upto FROM main.{WATERMARK_TABLE})"
+
+
+async def index_lag(db: Database) -> int:
+    """How many items the full-text index does not hold yet (0 on PostgreSQL).
+
+    Information, not a fault: appends do not index, the writer catches up in bulk, and a
+    search scans what is not indexed (:mod:`memstore.db.search_index`).
+    """
+    return await db.run_read(unindexed_items)
+
+
 def _sqlite_index_problems(conn: Connection, session_id: str | None) -> list[str]:
     found = {row[0] for row in conn.execute(text("SELECT name FROM sqlite_master"))}
     problems: list[str] = []
     for name, (table, key, columns) in FTS_TABLES.items():
-        missing = [
-            part
-            for part in (name, f"{name}_insert", f"{name}_delete", f"{name}_update")
-            if part not in found
-        ]
+        missing = [part for part in (name, *_INDEX_PARTS[name]) if part not in found]
         if missing:
             problems.append(f"search index: missing {', '.join(missing)}")
         elif session_id is None or table != "ltm_entries":
@@ -142,8 +164,11 @@ def _compare_index(
     session_id: str | None,
 ) -> list[str]:
     listed = ", ".join(columns)
+    conditions = [] if session_id is None else ["session_id = :sid"]
+    if name == "items_fts":
+        conditions.append(_INDEXED_ITEMS)
     rows = f"SELECT {key} FROM main.{table}" + (
-        "" if session_id is None else " WHERE session_id = :sid"
+        " WHERE " + " AND ".join(conditions) if conditions else ""
     )
     params = {"sid": session_id}
     _drop_scratch(conn)

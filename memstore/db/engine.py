@@ -49,6 +49,7 @@ from memstore.db.connection import (
 )
 from memstore.db.driver_errors import DriverError, connection_failure, translate_errors
 from memstore.db.readers import ReaderThreads
+from memstore.db.search_index import index_pending
 from memstore.db.writer import DAMAGED, SqliteWriter
 from memstore.errors import (
     CorruptDatabaseError,
@@ -220,7 +221,10 @@ class Database:
         if self._writer is None:
             with self._lock:  # two threads must not each start one
                 if self._writer is None:
-                    self._writer = SqliteWriter(self.sync_engine, self._damage)
+                    # The search index of items catches up between writes, never in them.
+                    self._writer = SqliteWriter(
+                        self.sync_engine, self._damage, maintenance=index_pending
+                    )
         return self._writer
 
     def _reader_pool(self) -> ReaderThreads:
@@ -236,6 +240,25 @@ class Database:
         self._forked()
         if self._closed:
             raise StorageError("the store is closed")
+
+    def release(self) -> None:
+        """Stop this database's threads without waiting for them: for a store dropped
+        unclosed, or closed where no event loop can await :meth:`close`.
+
+        Writes queued so far still commit; later calls are refused. The threads close their
+        connections as they end.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        if self._forked():
+            return  # the threads are the parent's
+        writer, self._writer = self._writer, None
+        readers, self._readers = self._readers, None
+        if writer is not None:
+            writer.close()
+        if readers is not None:
+            readers.stop()
 
     async def close(self) -> None:
         """Finish queued writes, then close every connection; later calls are refused."""

@@ -52,11 +52,19 @@ class ReaderThreads:
 
     def close(self) -> None:
         """Let every call queued so far run, then stop the threads (and wait for them)."""
+        for thread in self.stop():
+            thread.join()
+
+    def stop(self) -> list[threading.Thread]:
+        """Let every call queued so far run, then stop the threads; do not wait for them.
+
+        Returns:
+            The threads that are stopping.
+        """
         with self._lock:
             threads, self._threads = self._threads, []
         _stop(self._calls, len(threads))
-        for thread in threads:
-            thread.join()
+        return threads
 
 
 def _stop(calls: queue.SimpleQueue[_Call | None], threads: int) -> None:

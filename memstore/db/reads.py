@@ -10,6 +10,7 @@ thread, rows turned into values there.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from enum import Enum
@@ -53,6 +54,9 @@ ITEM_COLUMNS = (
     items.c.removed_by,
     items.c.payload,
     items.c.call_id,
+    items.c.handle,
+    items.c.turn,
+    items.c.pending_until,
 )
 
 
@@ -76,7 +80,7 @@ def _member(enum: type[E], value: Any) -> E:
 def row_to_item(row: Sequence[Any]) -> MemoryItem:
     """A row of ``ITEM_COLUMNS`` (the values in that order) as a :class:`MemoryItem`."""
     (item_id, session_id, seq, role, kind, priority, content, created_at, tokens, version,
-     fate, removed_by, payload, call_id) = row  # fmt: skip
+     fate, removed_by, payload, call_id, handle, turn, pending_until) = row  # fmt: skip
     return MemoryItem(
         id=item_id,
         session_id=session_id,
@@ -93,6 +97,9 @@ def row_to_item(row: Sequence[Any]) -> MemoryItem:
         # The JSON text as given: json.loads keeps its key order and every value's type.
         payload=None if payload is None else json.loads(payload),
         call_id=call_id,
+        handle=handle,
+        turn=turn,
+        pending_until=pending_until,
     )
 
 
@@ -180,6 +187,7 @@ def read_snapshot(conn: Connection, session_id: str) -> Snapshot | None:
         summary_tokens=row.summary_tokens or 0,
         user_turns=row.user_turns,
         estimator=row.estimator,
+        read_at=time.time(),  # what pending calls' deadlines are judged against
     )
 
 

@@ -17,14 +17,14 @@ import os
 from dataclasses import dataclass, replace
 from functools import partial
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, bindparam, select, update
 
 from memstore.core.policy import CompactionPlan
 from memstore.core.values import CompactionReport, MemoryItem, MemoryLimits
 from memstore.db.compaction import CommitContext, commit_plan
 from memstore.db.engine import Database
 from memstore.db.reads import read_snapshot, utcnow
-from memstore.db.tables import sessions
+from memstore.db.tables import items, sessions
 
 
 @dataclass(frozen=True)
@@ -41,15 +41,24 @@ class Rewound:
 
 
 def rewind(
-    conn: Connection, session_id: str, limits: MemoryLimits, worker_host: str, *, clear: bool
+    conn: Connection,
+    session_id: str,
+    limits: MemoryLimits,
+    worker_host: str,
+    *,
+    clear: bool,
+    handle: str | None = None,
 ) -> Rewound | None:
-    """Pop the newest active item, or clear them all and the summary; ``None`` if there is
-    nothing to remove."""
+    """Pop the newest active item (of ``handle``, when given: never another writer's), or
+    clear them all and the summary; ``None`` if there is nothing to remove."""
     conn.execute(select(sessions.c.id).where(sessions.c.id == session_id).with_for_update())
     snap = read_snapshot(conn, session_id)
     if snap is None or not (snap.items or (clear and snap.summary is not None)):
         return None
-    removed = snap.items if clear else snap.items[-1:]
+    own = [item for item in snap.items if handle is None or item.handle == handle]
+    if not clear and not own:
+        return None
+    removed = snap.items if clear else tuple(own[-1:])
     ids = tuple(item.id for item in removed)
     if clear:
         plan = CompactionPlan(
@@ -64,7 +73,7 @@ def rewind(
         snap = replace(snap, user_turns=0)
         plan = CompactionPlan(
             snapshot=snap,
-            kept=snap.items[:-1],
+            kept=tuple(item for item in snap.items if item.id != removed[0].id),
             popped=ids,
             summary=snap.summary,
             summary_tokens=snap.summary_tokens,
@@ -86,11 +95,35 @@ def rewind(
 
 
 async def pop_item(
-    db: Database, session_id: str, limits: MemoryLimits, worker_host: str
+    db: Database, session_id: str, limits: MemoryLimits, worker_host: str, handle: str | None
 ) -> Rewound | None:
-    """Take back the session's newest active item (``None``: working memory is empty)."""
+    """Take back the newest active item ``handle`` added (any writer's when ``None``);
+    ``None``: there is none."""
     job = partial(rewind, session_id=session_id, limits=limits, worker_host=worker_host)
-    return await db.run_write(partial(job, clear=False))
+    return await db.run_write(partial(job, clear=False, handle=handle))
+
+
+#: A closed handle's calls wait no more: their deadline is now past (0).
+END_PENDING = (
+    update(items)
+    .where(
+        items.c.session_id == bindparam("sid"),
+        items.c.handle == bindparam("by_handle"),
+        items.c.fate.is_(None),
+        items.c.pending_until.is_not(None),
+    )
+    .values(pending_until=0.0)
+)
+
+
+async def end_pending(db: Database, session_id: str, handle: str) -> int:
+    """A handle closed: none of its calls waits for an output any more (compaction may
+    remove them like any incomplete unit). Returns how many items it changed."""
+
+    def job(conn: Connection) -> int:
+        return conn.execute(END_PENDING, {"sid": session_id, "by_handle": handle}).rowcount
+
+    return await db.run_write(job)
 
 
 async def clear(

@@ -1,15 +1,20 @@
 """Full-text search over items, summaries and long-term entries, and its audit.
 
-The index itself is migration 0008's: on SQLite three FTS5 tables with external content
-(``items_fts``, ``summaries_fts``, ``ltm_entries_fts``), kept in step by triggers in the same
-transaction as every write; on PostgreSQL GIN indexes over ``to_tsvector('english', ...)``.
-Neither is declared in :mod:`memstore.db.tables` (SQLAlchemy models neither FTS5 tables nor
+The index is migration 0008's, items changed by 0011_item_index: on SQLite three FTS5 tables with
+external content (``items_fts``, ``summaries_fts``, ``ltm_entries_fts``); on PostgreSQL GIN
+indexes over ``to_tsvector('english', ...)``, maintained by PostgreSQL in every write.
+On SQLite, summaries and long-term entries are indexed by the writes that make them
+(triggers), items are not: an append writes its row and nothing else
+(:mod:`memstore.db.search_index`), so a search queries ``items_fts`` and then the *tail*,
+the items above the index's watermark, indexed for that one query into a temporary table.
+Either way a search sees every committed item, read-only stores included. Neither index is
+declared in :mod:`memstore.db.tables` (SQLAlchemy models neither FTS5 tables nor
 expression indexes); :data:`INDEX_TABLES` names what Alembic's comparisons must leave alone.
 
 A search runs one ranked query per source (items, summaries, entries), each returning its
 best ``limit`` rows, and keeps the best ``limit`` of them all. The words arrive already
-split (:func:`memstore.core.search_terms.search_terms`) and each is quoted as a literal here, so
-no user text is ever parsed as query syntax. Every value is a bound parameter.
+split (:func:`memstore.core.search_terms.search_terms`) and each is quoted as a literal here,
+so no user text is ever parsed as query syntax. Every value is a bound parameter.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from memstore.core.search_terms import (
     SearchHit,
     SearchScope,
 )
+from memstore.db import search_index
 from memstore.db.engine import Database
 from memstore.db.fork import unique_hits
 from memstore.db.reads import ITEM_COLUMNS, row_to_item
@@ -50,7 +56,11 @@ TOKENIZER = "porter unicode61 remove_diacritics 2"
 _SHADOWS = ("_data", "_idx", "_docsize", "_config", "_content")
 #: Everything the search index adds to a SQLite schema (for Alembic's comparisons).
 INDEX_TABLES = frozenset(
-    [*FTS_TABLES, *(name + suffix for name in FTS_TABLES for suffix in _SHADOWS)]
+    [
+        *FTS_TABLES,
+        *(name + suffix for name in FTS_TABLES for suffix in _SHADOWS),
+        search_index.WATERMARK_TABLE,
+    ]
 )
 
 
@@ -98,17 +108,19 @@ def _session_filter(scope: SearchScope, column: str) -> str:
     return "" if scope.sessions is None else f" AND {column} IN :sessions"
 
 
-def _items_sql(dialect: str, scope: SearchScope) -> str:
+def _items_sql(dialect: str, scope: SearchScope, index: str = "items_fts") -> str:
+    """SQLite: the items that FTS5 table ``index`` holds (``items_fts``, or the tail's
+    temporary table)."""
     where = _session_filter(scope, "i.session_id")
     if not scope.include_active:
         where += " AND i.fate IS NOT NULL"
     if dialect == "sqlite":
         return (
-            f"SELECT {_ITEM_COLUMNS}, -bm25(items_fts) AS score, "
-            f"snippet(items_fts, 0, :open, :close, :dots, :words) AS snippet "
-            f"FROM items_fts JOIN items AS i ON i.rowid = items_fts.rowid "
-            f"WHERE items_fts MATCH :match{where} "
-            f"ORDER BY bm25(items_fts), i.session_id, i.seq LIMIT :limit"
+            f"SELECT {_ITEM_COLUMNS}, -bm25({index}) AS score, "
+            f"snippet({index}, 0, :open, :close, :dots, :words) AS snippet "
+            f"FROM {index} JOIN items AS i ON i.rowid = {index}.rowid "
+            f"WHERE {index} MATCH :match{where} "
+            f"ORDER BY bm25({index}), i.session_id, i.seq LIMIT :limit"
         )
     vector = f"to_tsvector({PG_CONFIG}, i.content)"
     query = f"to_tsquery({PG_CONFIG}, :match)"
@@ -235,6 +247,8 @@ def _ranked_rows(
     if scope.sessions != ():
         items_sql = _statement(_items_sql(dialect, scope), scope, _ITEM_TYPES)
         hits += [_item_hit(row) for row in conn.execute(items_sql, params)]
+        if dialect == "sqlite":
+            hits += _tail_hits(conn, scope, params)
         summaries_sql = _statement(_summaries_sql(dialect, scope), scope, {})
         hits += [_summary_hit(row) for row in conn.execute(summaries_sql, params)]
     if scope.scopes != ():
@@ -242,6 +256,21 @@ def _ranked_rows(
         hits += [_entry_hit(row) for row in conn.execute(entries_sql, params)]
     hits.sort(key=lambda hit: -hit.score)  # stable: each source's own order breaks ties
     return hits[:limit]
+
+
+def _tail_hits(conn: Connection, scope: SearchScope, params: dict[str, Any]) -> list[SearchHit]:
+    """The hits among the items not indexed yet (SQLite): they are indexed into a temporary
+    table for this query only (:func:`~memstore.db.search_index.scan_tail`)."""
+    if not search_index.has_tail(conn):
+        return []
+    try:
+        sessions = None if scope.sessions is None else list(scope.sessions)
+        if not search_index.scan_tail(conn, TOKENIZER, sessions, not scope.include_active):
+            return []
+        sql = _items_sql("sqlite", scope, search_index.TAIL_TABLE)
+        return [_item_hit(row) for row in conn.execute(_statement(sql, scope, _ITEM_TYPES), params)]
+    finally:
+        search_index.drop_tail(conn)
 
 
 async def search(

@@ -183,6 +183,7 @@ _REMOVED = text("removed_by IS NOT NULL")
 #: Keyed items: only they are looked up by key, or can conflict (migration 0005).
 _KEYED = text("idempotency_key IS NOT NULL")
 #: Calls and outputs: an output's call is looked up by call_id (migration 0007).
+_HANDLED = text("handle IS NOT NULL")
 _LINKED = text("call_id IS NOT NULL")
 
 items = Table(
@@ -213,6 +214,10 @@ items = Table(
     Column("call_id", String(200), nullable=True),
     # A fork's copy: the id of the item first copied (shared by every copy of the passage).
     Column("origin_id", String(36), nullable=True),
+    # Who added it, the turn it belongs to, until when a call waits (migration 0010).
+    Column("handle", String(64), nullable=True),
+    Column("turn", Integer, nullable=True),
+    Column("pending_until", Float, nullable=True),
     UniqueConstraint("session_id", "seq"),
     ForeignKeyConstraint(
         ["session_id", "removed_by"],
@@ -230,6 +235,7 @@ items = Table(
         sqlite_where=_KEYED,
     ),
     Index("ix_items_call_id", "session_id", "call_id", sqlite_where=_LINKED),
+    Index("ix_items_handle", "session_id", "handle", "seq", sqlite_where=_HANDLED),
 )
 
 

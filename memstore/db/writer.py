@@ -12,6 +12,14 @@ queue jobs and await a future. The thread takes everything queued, and:
 3. commits, then answers every caller. One fsync makes the whole batch durable (group
    commit), and no caller hears "stored" before the COMMIT that stored its write.
 
+Between batches the thread also runs an optional *maintenance* job (the search index's
+catching up, :mod:`memstore.db.search_index`) in a transaction of its own: once
+:data:`MAINTENANCE_INTERVAL_S` has passed since it last ran and something was written
+since, as soon as the thread is between two batches with no job waiting (a writer kept busy
+runs it anyway once it is :data:`MAINTENANCE_OVERDUE` intervals late), and once more when
+the writer closes. No caller waits for it (though a job queued while it runs waits, as
+behind any batch), and its failure is nobody's: it is tried again at the next interval.
+
 If the transaction itself fails (BEGIN or COMMIT, or SQLite rolling everything back on a full
 disk or an I/O error), nothing of the batch is stored and every caller hears so. The thread
 then opens a fresh connection for the next batch.
@@ -27,9 +35,11 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import logging
 import os
 import queue
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,11 +53,23 @@ from memstore.errors import CorruptDatabaseError, StorageError
 
 T = TypeVar("T")
 
+log = logging.getLogger("memstore")
+
 #: Jobs per transaction at most. A batch holds the write lock while it runs, and other
 #: processes wait for it; a few hundred short writes keep that wait at one commit's order.
 MAX_BATCH = 256
 
+#: How often the maintenance job runs at most: rare enough that its transaction is noise
+#: beside the appends (one commit a second), often enough that what it catches up on stays
+#: small (about a second of appends).
+MAINTENANCE_INTERVAL_S = 1.0
+
+#: Intervals a busy writer may put maintenance off (it waits while callers' jobs are queued).
+MAINTENANCE_OVERDUE = 10
+
 Job = Callable[[Connection], Any]
+#: A maintenance job: returns whether work is left (then it runs again at the next gap).
+Maintenance = Callable[[Connection], bool]
 #: Why a write is refused once the file was found damaged.
 DAMAGED = "the database file is damaged, so this store refuses writes"
 
@@ -84,9 +106,12 @@ class SqliteWriter:
         damage: Set once the file is found damaged (by any read or write of this store):
             from then on every job is refused with :class:`CorruptDatabaseError`, those
             already queued included.
+        maintenance: The job run between batches (see the module docstring).
     """
 
-    def __init__(self, engine: Engine, damage: threading.Event) -> None:
+    def __init__(
+        self, engine: Engine, damage: threading.Event, maintenance: Maintenance | None = None
+    ) -> None:
         self.pid = os.getpid()
         self._channel = _Channel()
         # The thread's function holds the channel, not this object: a writer that is dropped
@@ -95,7 +120,7 @@ class SqliteWriter:
         # stopping there).
         thread = threading.Thread(
             target=_serve,
-            args=(engine, self._channel, damage),
+            args=(engine, self._channel, damage, maintenance),
             name="memstore-sqlite-writer",
             daemon=True,  # a store never closed must not keep the interpreter alive
         )
@@ -126,28 +151,36 @@ class SqliteWriter:
         return self._channel.stopped
 
 
-def _serve(engine: Engine, channel: _Channel, damage: threading.Event) -> None:
+def _serve(
+    engine: Engine, channel: _Channel, damage: threading.Event, maintenance: Maintenance | None
+) -> None:
     """The writer thread: batches until the stop signal (``None``), then clean-up."""
     conn: Connection | None = None
+    due: float | None = None  # when maintenance runs next (None: nothing written since)
     try:
         stop = False
         while not stop:
-            batch, stop = _next_batch(channel.jobs)
+            wait = None if due is None else max(0.0, due - time.monotonic())
+            batch, stop = _next_batch(channel.jobs, wait)
             started = [job for job in batch if job.future.set_running_or_notify_cancel()]
-            if not started:
-                continue
-            try:
-                conn = _commit_batch(engine, conn, started, damage)
-            except BaseException as error:  # a bug in this thread: no caller may wait forever
-                for job in started:
-                    if not job.future.done():
-                        job.future.set_exception(
-                            StorageError(
-                                f"the SQLite writer failed ({type(error).__name__}): "
-                                "this write may or may not be stored"
+            if started:
+                try:
+                    conn = _commit_batch(engine, conn, started, damage)
+                except BaseException as error:  # a bug here: no caller may wait forever
+                    for job in started:
+                        if not job.future.done():
+                            job.future.set_exception(
+                                StorageError(
+                                    f"the SQLite writer failed ({type(error).__name__}): "
+                                    "this write may or may not be stored"
+                                )
                             )
-                        )
-                raise
+                    raise
+                if due is None:
+                    due = time.monotonic() + MAINTENANCE_INTERVAL_S
+            if maintenance is not None and due is not None and _maintenance_due(due, stop, channel):
+                conn, more = _maintain(engine, conn, maintenance, damage)
+                due = time.monotonic() if more else None
     finally:
         with channel.lock:
             channel.accepting = False  # submit() refuses from now on
@@ -163,10 +196,44 @@ def _serve(engine: Engine, channel: _Channel, damage: threading.Event) -> None:
         channel.stopped.set_result(None)
 
 
-def _next_batch(jobs: queue.SimpleQueue[_Queued | None]) -> tuple[list[_Queued], bool]:
-    """Wait for a job, then take what else is queued: ``(jobs, whether to stop after)``."""
+def _maintenance_due(due: float, stop: bool, channel: _Channel) -> bool:
+    """Whether to run maintenance now: it is due and no caller waits (a job queued meanwhile
+    goes first), or the writer is closing, or callers have kept it busy for
+    :data:`MAINTENANCE_OVERDUE` intervals past its time."""
+    now = time.monotonic()
+    if stop or now >= due + MAINTENANCE_OVERDUE * MAINTENANCE_INTERVAL_S:
+        return True
+    return now >= due and channel.jobs.empty()
+
+
+def _maintain(
+    engine: Engine, conn: Connection | None, maintenance: Maintenance, damage: threading.Event
+) -> tuple[Connection | None, bool]:
+    """Run ``maintenance`` in a transaction of its own: (the connection, whether work is left).
+
+    Its failure (the lock stayed busy, a database at another schema) is logged and left to
+    the next interval: no caller is waiting for it.
+    """
+    job = _Queued(maintenance, concurrent.futures.Future())
+    job.future.set_running_or_notify_cancel()
+    conn = _commit_batch(engine, conn, [job], damage)
+    error = job.future.exception()
+    if error is not None:
+        log.debug("memstore: the writer's maintenance failed (%s); retried later", error)
+        return conn, False
+    return conn, bool(job.future.result())
+
+
+def _next_batch(
+    jobs: queue.SimpleQueue[_Queued | None], wait: float | None = None
+) -> tuple[list[_Queued], bool]:
+    """Wait for a job (at most ``wait`` seconds: then no job), then take what else is
+    queued: ``(jobs, whether to stop after)``."""
     batch: list[_Queued] = []
-    job = jobs.get()
+    try:
+        job = jobs.get(timeout=wait)
+    except queue.Empty:
+        return batch, False
     while job is not None:
         batch.append(job)
         if len(batch) >= MAX_BATCH:

@@ -28,8 +28,11 @@ def new_items(
     *,
     max_bytes: int,
     count: Callable[[str], int],
+    handle: str | None = None,
+    wait_seconds: float | None = None,
 ) -> list[NewItem]:
-    """The appends of one batch, in order.
+    """The appends of one batch, in order, recorded as added by ``handle``; a call (or
+    reasoning) among them may wait ``wait_seconds`` for its output.
 
     Raises:
         ValidationError: ``items`` is not a list, a priority list of the wrong length, an
@@ -71,6 +74,9 @@ def new_items(
                 call_id=parsed.link,
                 is_output=parsed.is_output,
                 field=f"items[{index}]",
+                handle=handle,
+                # What may wait for another item (a call, reasoning) waits this long at most.
+                wait_seconds=wait_seconds if parsed.may_wait else None,
             )
         )
     return news

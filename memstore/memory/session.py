@@ -32,7 +32,7 @@ from memstore.core.policy import CompactionPlan, Snapshot
 from memstore.core.search_terms import SearchHit, SearchScope, search_terms, validate_limit
 from memstore.core.summarizers import Summarizer
 from memstore.core.tokens import TokenEstimator
-from memstore.core.validation import validate_idempotency_key, validate_text
+from memstore.core.validation import validate_handle, validate_idempotency_key, validate_text
 from memstore.core.values import (
     DEFAULT_KIND,
     CompactionReport,
@@ -59,7 +59,7 @@ from memstore.errors import (
 from memstore.memory.compactor import Compactor
 from memstore.memory.item_batch import new_items
 from memstore.memory.model_input import InputSources, assemble
-from memstore.memory.worker import Worker
+from memstore.memory.worker import Worker, new_handle_id
 
 if TYPE_CHECKING:
     from memstore.config import Settings
@@ -75,8 +75,8 @@ Observer = Callable[[CompactionReport], Any]
 class SessionMemory:
     """One session's working memory, as seen by one worker.
 
-    The handle keeps no state beyond its configuration: every call reads or writes the
-    database, so any number of handles in any number of processes see one session.
+    Stateless beyond its configuration: every call reads or writes the database, so handles in
+    any number of processes see one session. Its items record its id (:mod:`memstore.core.turns`).
     """
 
     def __init__(
@@ -93,8 +93,10 @@ class SessionMemory:
         ltm_scopes: Iterable[str] = (),
         ltm_budget: int | None = None,
         recall_budget: int | None = None,
+        handle: str | None = None,
     ) -> None:
         self.session_id = session_id
+        self.handle = new_handle_id() if handle is None else validate_handle(handle)
         self.settings = settings
         self.worker = worker
         self._long_term = long_term
@@ -181,6 +183,7 @@ class SessionMemory:
             # Counted before the transaction: tokenizing must not lengthen the write lock.
             estimated_tokens=self.estimator.count(text),
             idempotency_key=validate_idempotency_key(idempotency_key),
+            handle=self.handle,
         )
         result = await appends.append(
             self._db, self.session_id, self.estimator.name, self.limits, new
@@ -216,19 +219,14 @@ class SessionMemory:
             The stored items, in order.
 
         Raises:
-            ValidationError: an item is not a JSON object, has an unknown ``type``, is over
-                the size limit, or is an output whose call is not in the session (``field``
-                names it, e.g. ``items[2].call_id``); nothing was written.
+            ValidationError: what the Responses API refuses, an item over the size limit, or an
+                output for a call answered already or of another kind; ``field`` names it.
         """
         key = validate_idempotency_key(idempotency_key)
         news = new_items(
-            items,
-            priority,
-            key,
-            frozenset(decisions),
-            max_bytes=self.settings.max_item_bytes,
-            count=self.estimator.count,
-        )
+            items, priority, key, frozenset(decisions), max_bytes=self.settings.max_item_bytes,
+            count=self.estimator.count, handle=self.handle, wait_seconds=self.settings.pending_s,
+        )  # fmt: skip
         if not news:
             return []
         result = await appends.append_batch(
@@ -238,16 +236,17 @@ class SessionMemory:
         return list(result.items)
 
     async def pop_item(self) -> MemoryItem | None:
-        """Take back the newest active item and return it (``None``: working memory is empty).
+        """Take back the newest active item this handle added (never another handle's), return
+        it (``None``: none); its row keeps the fate ``popped`` (a compaction, trigger ``pop``)."""
+        host, handle = self.worker.host, self.handle
+        done = await rewind.pop_item(self._db, self.session_id, self.limits, host, handle)
+        if done is not None:
+            await self._notify(done.report)
+        return None if done is None else done.items[0]
 
-        Nothing is deleted: the row keeps the fate ``popped``, recorded as a compaction of
-        its own (trigger ``pop``), so the audit shows what was taken back and when.
-        """
-        done = await rewind.pop_item(self._db, self.session_id, self.limits, self.worker.host)
-        if done is None:
-            return None
-        await self._notify(done.report)
-        return done.items[0]
+    async def end_pending(self) -> None:
+        """This handle is done: its calls wait no more (a late output is still stored)."""
+        await rewind.end_pending(self._db, self.session_id, self.handle)
 
     async def clear(self) -> CompactionReport | None:
         """Take every active item and the summary out of working memory, on the record.

@@ -152,6 +152,7 @@ class MemoryStore:
         ltm_scopes: Iterable[str] = (),
         ltm_budget: int | None = None,
         recall_budget: int | None = None,
+        handle: str | None = None,
     ) -> SessionMemory:
         """A handle on one session; the session is created by its first append.
 
@@ -167,10 +168,13 @@ class MemoryStore:
             recall_budget: Recall by default: every ``build_model_input`` adds what left
                 working memory and best matches the newest user message, in at most this
                 many tokens, counted against the hard limit (see :mod:`memstore.render.recall`).
+            handle: The handle's id, recorded on every item it adds (a fresh one by
+                default): give the same id to handles that stand for one writer (one agent
+                run reopened on another event loop); see :mod:`memstore.core.turns`.
 
         Raises:
-            ValidationError: a bad session id or scope; ``ltm_budget`` or ``recall_budget``
-                not in 1..hard-1.
+            ValidationError: a bad session id, scope or handle; ``ltm_budget`` or
+                ``recall_budget`` not in 1..hard-1.
         """
         from memstore.core.summarizers import ExtractiveSummarizer
         from memstore.core.tokens import TiktokenEstimator
@@ -188,6 +192,7 @@ class MemoryStore:
             ltm_scopes=ltm_scopes,
             ltm_budget=ltm_budget,
             recall_budget=recall_budget,
+            handle=handle,
         )
 
     async def attach(

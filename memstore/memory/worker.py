@@ -7,6 +7,7 @@ names its worker once, and every handle it gives out compacts as that worker.
 from __future__ import annotations
 
 import os
+import uuid
 from dataclasses import dataclass
 
 
@@ -21,3 +22,9 @@ class Worker:
     def id(self) -> str:
         """``host:pid:nonce``: the pid read now, so a forked child is a worker of its own."""
         return f"{self.host}:{os.getpid()}:{self.nonce}"
+
+
+def new_handle_id() -> str:
+    """A fresh session-handle id, recorded on every item the handle adds (random: two
+    handles never share one)."""
+    return uuid.uuid4().hex

@@ -26,6 +26,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from memstore.core.turns import turn_order
 from memstore.core.units import valid_input
 from memstore.core.values import ITEM_OVERHEAD_TOKENS, MemoryItem, MemoryKind
 
@@ -209,11 +210,13 @@ def build_input(
     recalled: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """The model input, oldest first: ``preamble`` messages, the summary, the long-term
-    memories message (if any), the recalled passages (if any), then the items (as a valid
-    Responses input: :func:`memstore.core.units.valid_input`)."""
+    memories message (if any), the recalled passages (if any), then the items in the model's
+    order (:func:`memstore.core.turns.turn_order`), as a valid Responses input
+    (:func:`memstore.core.units.valid_input`)."""
     out = list(preamble)
     if summary is not None:
         out.append(summary_message(summary))
     out.extend(extra for extra in (memories, recalled) if extra is not None)
-    out.extend(valid_input([item_message(item) for item in items]))
+    # The model's order: each writer's turn whole, in the order the turns began.
+    out.extend(valid_input([item_message(item) for item in turn_order(items)]))
     return out

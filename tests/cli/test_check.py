@@ -23,7 +23,7 @@ def test_sound_database_passes(db_path: Path) -> None:
     assert result.exit_code == 0
     assert result.output.strip() == "ok: all invariants hold"
     as_json = json.loads(check(db_path, "incident-42", "--json").output)
-    assert as_json == {"ok": True, "violations": []}
+    assert as_json == {"ok": True, "violations": [], "index_lag": 0}
 
 
 TAMPERING = {

@@ -191,8 +191,10 @@ async def test_migration_0005_keeps_every_item_down_and_up(backend_url: str) -> 
         database = store.database
 
         async def rows() -> list[Any]:
-            # The columns 0004 already had (later revisions add payload, call_id, origin_id).
-            older = [c for c in items.columns if c.name not in ("payload", "call_id", "origin_id")]
+            # The columns 0004 already had (later revisions add payload, call_id, origin_id,
+            # handle, turn and pending_until).
+            later = ("payload", "call_id", "origin_id", "handle", "turn", "pending_until")
+            older = [c for c in items.columns if c.name not in later]
             query = select(*older).order_by(items.c.id)
             return list(await database.run_read(lambda conn: conn.execute(query).all()))
 
