@@ -78,26 +78,21 @@ class MemoryStore:
         Args:
             url_or_path: ``sqlite+aiosqlite:///agent.db``, ``postgresql+asyncpg://...`` or a
                 plain file path (``memstore.db`` when neither this nor ``engine`` is given).
-            engine: Your own SQLAlchemy ``AsyncEngine`` instead, never disposed by the store
-                (docs/operations.md says what runs on it, on each backend).
+            engine: Your own SQLAlchemy ``AsyncEngine``, never disposed (docs/operations.md).
             upgrade: Upgrade an older schema to head; if ``False``, refuse it instead.
-            create: Create a missing SQLite file; if ``False``, raise
-                :class:`DatabaseMissingError` (read-only tools should not litter files).
-            verify: Run SQLite's ``quick_check`` before anything else, and refuse a damaged
-                file (a cautious deployment's start-up check: it reads the whole file, about
-                2 s per GiB from the page cache; see docs/operations.md). ``memstore check``
-                stays the full audit. Ignored on PostgreSQL.
-            read_only: Open for reading only: every write raises
-                :class:`ReadOnlyDatabaseError`, and a SQLite file is opened read-only (its
-                WAL untouched), so a read-only copy or a mounted backup can be inspected. An
-                outdated schema is refused instead of upgraded.
+            create: Create a missing SQLite file; if ``False``, raise DatabaseMissingError.
+            verify: Run SQLite's ``quick_check`` first and refuse a damaged file (a start-up
+                check that reads the whole file, about 2 s per GiB from the page cache; see
+                docs/operations.md); ``memstore check`` is the full audit. Not on PostgreSQL.
+            read_only: Every write raises :class:`ReadOnlyDatabaseError`, a SQLite file is
+                opened read-only (its WAL untouched: a read-only copy or a mounted backup can
+                be inspected), and an outdated schema is refused instead of upgraded.
             settings: Store-wide settings; :meth:`Settings.from_env` by default.
 
         Returns:
             An awaitable that is also an async context manager (closing the store on exit).
 
         Raises:
-            ValidationError: (field ``engine``) a URL too, or an engine memstore cannot use.
             NotADatabaseError: the file exists and is not an SQLite database (untouched).
             CorruptDatabaseError: ``verify`` found the file damaged (untouched).
             SchemaTooNewError: a newer memstore wrote this database.
