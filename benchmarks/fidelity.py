@@ -1,20 +1,25 @@
 """Memory fidelity on conversations no one here wrote: truncation, compaction, recall.
 
 Each conversation is appended, turn by turn, to a memstore session with the store's defaults
-(limits 1500 / 900 / keep 4, exact o200k_base counts, the extractive summarizer). Then every
-question is asked at the end, and three model inputs of the same token budget (the hard
-limit) are compared:
+(limits 1500 / 900 / keep 4, exact o200k_base counts, the extractive summarizer); each of its
+sessions opens with a developer note that dates it (``--undated``: none). Then every question
+is asked at the end, and four model inputs are compared:
 
 * **truncation**: the newest turns that fit the hard limit (each counted as memstore counts
   an item: its tokens + 4), what an agent without memory management sends;
+* **truncation, same tokens**: the newest turns that fit what the compacted input weighs;
 * **compaction**: memstore's ``build_model_input()``: the summary plus working memory;
 * **compaction + recall**: ``build_model_input(recall=QUESTION)``, with the default
   ``recall_budget`` (``hard - target``) inside the same hard limit.
 
-A question counts as answered by an input when its evidence is there: every evidence turn
-word for word (white space and case aside), in an item, the summary or the recalled block.
-That is generous to no one: a summary that paraphrased the evidence does not count, and
-neither does an input that happens to contain the answer's words elsewhere.
+Two measures, side by side. **Word for word**: every evidence turn is in the input (white
+space and case aside), in an item, the summary or the recalled block; a summary that kept the
+telling sentence of a turn does not count. **Answer words**: the share of the answer's
+content words that the input holds anywhere.
+
+Then tool-using agent sessions (:mod:`agent_sessions`, generated) are compacted several times
+at hard 1200 / target 800 and at the defaults, and the extractive summarizer is timed on a
+1,000-item fold (``--agent-sessions 0`` skips both).
 
 Data (fetched at run time, never committed):
 
@@ -32,8 +37,19 @@ Data (fetched at run time, never committed):
   question/answer pairs and their evidence turns (category 5, the unanswerable ones, is
   left out).
 
-    python benchmarks/fidelity.py [--conversations 10] [--questions 30] [--json]
+    python benchmarks/fidelity.py [--conversations 10] [--questions 30] [--skip N] [--json]
+    python benchmarks/fidelity.py --sittings   # across a user's sessions (below)
     python benchmarks/fidelity.py --locomo data/locomo10.json
+
+``--sittings`` measures memory across a user's sessions instead: each conversation is split
+into its sittings, one session each, all of one scope, consolidated at the end of each; then
+every question is asked in a fresh session. Four inputs are compared: the newest turns of the
+last sitting within the hard limit; the whole history; a fresh session of the scope
+(``store.session(..., scope=...)``, ``build_model_input(recall=QUESTION)``: the scope's other
+sessions and its long-term entries); and a fresh unscoped session that sees only the scope's
+long-term entries (``ltm_scopes=[scope]``). An answer counts when the input holds the answer
+turn, or one of its sentences carrying at least half of its telling words, word for word
+(a fact keeps a sentence in the speaker's words; nothing paraphrased counts).
 
 Offline after the first fetch (``--cache DIR``, default ``~/.cache/memstore-benchmarks``).
 """
@@ -43,6 +59,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import itertools
 import json
 import os
 import subprocess
@@ -51,19 +68,22 @@ import tempfile
 import zipfile
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+import agent_sessions  # beside this file
 
 from memstore import ExtractiveSummarizer, MemoryLimits, MemoryStore, TiktokenEstimator
 from memstore.core.search_terms import STOPWORDS
 from memstore.core.values import ITEM_OVERHEAD_TOKENS
-from memstore.render.input import SUMMARY_PREAMBLE
+from memstore.render.input import MEMORIES_CLOSE, MEMORIES_OPEN, SUMMARY_PREAMBLE
 from memstore.render.recall import RECALL_CLOSE, RECALL_OPEN
 
 CHITCHAT = "chitchat-dataset==0.9.0"
 CHITCHAT_SHA256 = "d2a5d0bf6acf354fef51f3af39cbece2220d3b8f6086b658c3d335105798312a"
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-CONDITIONS = ("truncation", "compaction", "compaction + recall")
+CONDITIONS = ("truncation", "truncation, same tokens", "compaction", "compaction + recall")
 
 
 @dataclass
@@ -71,10 +91,13 @@ class Conversation:
     """One long conversation: its turns (role, text) and questions about them."""
 
     name: str
+    #: (role, text); a ``developer`` turn is the date marker that opens a session
     turns: list[tuple[str, str]] = field(default_factory=list)
-    #: (question, the indexes of its evidence turns)
-    questions: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
+    #: (question, the indexes of its evidence turns, its answer)
+    questions: list[tuple[str, tuple[int, ...], str]] = field(default_factory=list)
     sessions: int = 0
+    #: Where each sitting (one conversation of the pair, one session) starts in ``turns``.
+    sittings: list[int] = field(default_factory=list)
 
 
 # -- the data -------------------------------------------------------------------------------
@@ -114,7 +137,14 @@ def _normalized(text: str) -> str:
 
 
 def chitchat_conversations(
-    path: Path, *, count: int, min_sessions: int, max_turns: int, questions: int
+    path: Path,
+    *,
+    count: int,
+    min_sessions: int,
+    max_turns: int,
+    questions: int,
+    skip: int = 0,
+    dated: bool = True,
 ) -> list[Conversation]:
     """The ``count`` longest pairs' talks, each pair's as one conversation of whole sessions
     (up to ``max_turns`` turns: LoCoMo's conversations run to 300-700)."""
@@ -127,12 +157,14 @@ def chitchat_conversations(
     pairs = [talks for talks in by_pair.values() if len(talks) >= min_sessions]
     pairs.sort(key=lambda talks: (-len(talks), talks[0]["start"]))
     out = []
-    for number, talks in enumerate(pairs[:count], 1):
+    for number, talks in enumerate(pairs[skip : skip + count], skip + 1):
         talks.sort(key=lambda talk: talk["start"])
         first = talks[0]["messages"][0][0]["sender"]
         conv = Conversation(f"chitchat-{number}")
         for talk in talks:
-            session = []
+            day = datetime.fromisoformat(talk["start"].replace("Z", "+00:00"))
+            marker = ("developer", session_marker(day.day, day.month, day.year))
+            session = [marker] if dated else []
             for turn in talk["messages"]:
                 role = "user" if turn[0]["sender"] == first else "assistant"
                 text = " ".join(m["text"].strip() for m in turn if m["text"].strip())
@@ -140,6 +172,7 @@ def chitchat_conversations(
                     session.append((role, text))
             if conv.turns and len(conv.turns) + len(session) > max_turns:
                 break
+            conv.sittings.append(len(conv.turns))
             conv.turns += session
             conv.sessions += 1
         _ask_later(conv, questions)
@@ -159,6 +192,8 @@ def _ask_later(conv: Conversation, limit: int) -> None:
     for index, ((role, text), (next_role, answer)) in enumerate(
         zip(conv.turns, conv.turns[1:], strict=False)
     ):
+        if "developer" in (role, next_role):
+            continue  # a session's date marker is neither a question nor an answer
         before, _, question = text.rpartition("? ")
         question = question if question.endswith("?") or not before else text
         question = question.rsplit(". ", 1)[-1].strip()
@@ -184,7 +219,11 @@ def _ask_later(conv: Conversation, limit: int) -> None:
         if text:
             turns.append((role, text))
     conv.turns = turns
-    conv.questions = [(question, (moved[index + 1],)) for index, question in chosen]
+    conv.questions = [
+        (question, (moved[index + 1],), conv.turns[moved[index + 1]][1])
+        for index, question in chosen
+    ]
+    conv.sittings = sorted({moved[start] for start in conv.sittings if start in moved})
 
 
 def locomo_conversations(path: Path, *, questions: int) -> list[Conversation]:
@@ -201,12 +240,22 @@ def locomo_conversations(path: Path, *, questions: int) -> list[Conversation]:
         )
         for number in numbers:
             conv.sessions += 1
+            conv.sittings.append(len(conv.turns))
+            when = str(talk.get(f"session_{number}_date_time", ""))
+            conv.turns.append(("developer", f"New conversation session on {when}."))
             for turn in talk[f"session_{number}"]:
                 role = "user" if turn["speaker"] == talk["speaker_a"] else "assistant"
                 position[turn["dia_id"]] = len(conv.turns)
-                conv.turns.append((role, f"{turn['speaker']}: {turn['text']}"))
+                text = f"{turn['speaker']}: {turn['text']}"
+                if turn.get("blip_caption"):
+                    text += f" [shares {turn['blip_caption']}]"
+                conv.turns.append((role, text))
         asked = [
-            (qa["question"], tuple(position[e] for e in qa["evidence"] if e in position))
+            (
+                qa["question"],
+                tuple(position[e] for e in qa["evidence"] if e in position),
+                str(qa.get("answer", "")),
+            )
             for qa in sample["qa"]
             if qa.get("category") != 5 and qa.get("evidence")
         ]
@@ -219,19 +268,31 @@ def locomo_conversations(path: Path, *, questions: int) -> list[Conversation]:
 
 
 def input_texts(messages: list[dict[str, Any]]) -> str:
-    """Everything a model input says, recalled passages decoded from their JSON lines."""
+    """Everything a model input says, recalled passages and memories decoded from their JSON
+    lines."""
     texts = []
     for message in messages:
         content = message["content"]
-        if RECALL_OPEN in content.split("\n"):
-            lines = content.split("\n")
+        lines = content.split("\n")
+        if RECALL_OPEN in lines:
             block = lines[lines.index(RECALL_OPEN) + 1 : lines.index(RECALL_CLOSE)]
             texts += [json.loads(line)["text"] for line in block]
+        elif MEMORIES_OPEN in lines:
+            block = lines[lines.index(MEMORIES_OPEN) + 1 : lines.index(MEMORIES_CLOSE)]
+            texts += [str(json.loads(line)["value"]) for line in block]
         elif content.startswith(SUMMARY_PREAMBLE):
             texts.append(content.split("\n\n", 1)[1])
         else:
             texts.append(content)
     return _normalized("\n".join(texts))
+
+
+def session_marker(day: int, month: int, year: int) -> str:
+    """The developer note that opens a session and dates what follows it."""
+    return f"New conversation session on {day} {MONTH_NAMES[month - 1]} {year}."
+
+
+MONTH_NAMES = [datetime(2000, m, 1).strftime("%B") for m in range(1, 13)]
 
 
 def truncated(turns: list[tuple[str, str]], counts: list[int], budget: int) -> str:
@@ -245,8 +306,20 @@ def truncated(turns: list[tuple[str, str]], counts: list[int], budget: int) -> s
     return _normalized("\n".join(kept))
 
 
+def answer_words(answer: str) -> set[str]:
+    """The answer's content words: what an input must hold for the answer to be there."""
+    return {word for word in _words(answer) if word not in STOPWORDS}
+
+
+def word_recall(answer: set[str], text: str) -> float:
+    """The share of ``answer``'s words that ``text`` holds."""
+    if not answer:
+        return 0.0
+    return len(answer & set(_words(text))) / len(answer)
+
+
 async def measure(conv: Conversation, store: MemoryStore, limits: MemoryLimits) -> dict[str, Any]:
-    """Answered questions per condition, and what the conversation weighs."""
+    """Per condition, answers kept word for word and the share of answer words held."""
     estimator = TiktokenEstimator()
     memory = store.session(
         conv.name,
@@ -257,22 +330,35 @@ async def measure(conv: Conversation, store: MemoryStore, limits: MemoryLimits) 
     for role, text in conv.turns:
         await memory.add(role, text)
     counts = [estimator.count(" ".join(text.split())) for _role, text in conv.turns]
-    last_turns = truncated(conv.turns, counts, limits.hard)
-    compacted = input_texts(await memory.build_model_input())
-    answered = dict.fromkeys(CONDITIONS, 0)
-    for question, evidence in conv.questions:
-        recalled = input_texts(await memory.build_model_input(recall=question))
+    same_tokens = await memory.estimated_tokens()  # what the compacted input weighs
+    inputs = {
+        "truncation": truncated(conv.turns, counts, limits.hard),
+        "truncation, same tokens": truncated(conv.turns, counts, same_tokens),
+        "compaction": input_texts(await memory.build_model_input()),
+    }
+    verbatim = dict.fromkeys(CONDITIONS, 0)
+    words = dict.fromkeys(CONDITIONS, 0.0)
+    scored = 0
+    for question, evidence, answer in conv.questions:
+        inputs["compaction + recall"] = input_texts(await memory.build_model_input(recall=question))
         needed = [_normalized(conv.turns[i][1]) for i in evidence]
-        for condition, text in zip(CONDITIONS, (last_turns, compacted, recalled), strict=True):
-            answered[condition] += all(part in text for part in needed)
+        wanted = answer_words(answer)
+        scored += bool(wanted)
+        for condition in CONDITIONS:
+            verbatim[condition] += all(part in inputs[condition] for part in needed)
+            words[condition] += word_recall(wanted, inputs[condition])
     return {
         "conversation": conv.name,
         "sessions": conv.sessions,
         "turns": len(conv.turns),
         "history_tokens": sum(counts) + ITEM_OVERHEAD_TOKENS * len(counts),
+        "input_tokens": same_tokens,
         "questions": len(conv.questions),
+        "scored": scored,
         "compactions": len(await memory.reports()),
-        "answered": answered,
+        "summary_errors": sum(1 for r in await memory.reports() if r.summary_error),
+        "answered": verbatim,
+        "answer_words": words,
     }
 
 
@@ -284,9 +370,14 @@ async def run(conversations: list[Conversation], limits: MemoryLimits) -> list[d
 
 def report(dataset: str, rows: list[dict[str, Any]], limits: MemoryLimits) -> dict[str, Any]:
     questions = sum(row["questions"] for row in rows)
+    scored = sum(row["scored"] for row in rows)
     totals = {c: sum(row["answered"][c] for row in rows) for c in CONDITIONS}
     shares = {c: totals[c] / questions if questions else 0.0 for c in CONDITIONS}
-    ratio = shares["compaction + recall"] / shares["truncation"] if shares["truncation"] else None
+    words = {c: sum(row["answer_words"][c] for row in rows) / max(scored, 1) for c in CONDITIONS}
+
+    def ratio(table: dict[str, float], over: str) -> float | None:
+        return table["compaction"] / table[over] if table[over] else None
+
     return {
         "dataset": dataset,
         "limits": {"hard": limits.hard, "target": limits.target, "keep_recent": limits.keep_recent},
@@ -294,7 +385,15 @@ def report(dataset: str, rows: list[dict[str, Any]], limits: MemoryLimits) -> di
         "questions": questions,
         "answered": totals,
         "share": shares,
-        "recall_over_truncation": ratio,
+        "answer_words": words,
+        "compaction_over_truncation": {
+            "answer_words": ratio(words, "truncation, same tokens"),
+            "verbatim": ratio(shares, "truncation, same tokens"),
+        },
+        "recall_over_truncation": (
+            shares["compaction + recall"] / shares["truncation"] if shares["truncation"] else None
+        ),
+        "summary_errors": sum(row["summary_errors"] for row in rows),
     }
 
 
@@ -302,19 +401,198 @@ def print_report(result: dict[str, Any]) -> None:
     limits = result["limits"]
     print(
         f"{result['dataset']}: {len(result['conversations'])} conversations, "
-        f"{result['questions']} questions; every input within {limits['hard']} tokens "
-        f"(limits {limits['hard']} / {limits['target']} / keep {limits['keep_recent']})"
+        f"{result['questions']} questions (limits {limits['hard']} / {limits['target']} / keep "
+        f"{limits['keep_recent']}); each cell: answers word for word / answer words held"
     )
-    print(f"{'conversation':<14}{'sessions':>9}{'turns':>7}{'tokens':>9}{'questions':>10}"
-          + "".join(f"{c:>22}" for c in CONDITIONS))  # fmt: skip
+    print(f"{'conversation':<14}{'turns':>6}{'tokens':>8}{'input':>7}"
+          + "".join(f"{c:>26}" for c in CONDITIONS))  # fmt: skip
     for row in result["conversations"]:
-        cells = "".join(f"{row['answered'][c]:>22}" for c in CONDITIONS)
-        print(f"{row['conversation']:<14}{row['sessions']:>9}{row['turns']:>7}"
-              f"{row['history_tokens']:>9}{row['questions']:>10}{cells}")  # fmt: skip
-    shares = "".join(f"{result['share'][c]:>22.1%}" for c in CONDITIONS)
-    print(f"{'all':<49}{shares}")
-    ratio = result["recall_over_truncation"]
-    print("compaction + recall / truncation: " + ("n/a" if ratio is None else f"{ratio:.2f}x"))
+        n = max(row["scored"], 1)
+        cells = "".join(
+            f"{row['answered'][c]:>13}{row['answer_words'][c] / n:>12.1%} " for c in CONDITIONS
+        )
+        print(f"{row['conversation']:<14}{row['turns']:>6}{row['history_tokens']:>8}"
+              f"{row['input_tokens']:>7}{cells}")  # fmt: skip
+    cells = "".join(
+        f"{result['share'][c]:>13.1%}{result['answer_words'][c]:>12.1%} " for c in CONDITIONS
+    )
+    print(f"{'all':<35}{cells}")
+    ratios = result["compaction_over_truncation"]
+    print(
+        "compaction alone / truncation to the same tokens: answer words "
+        + _times(ratios["answer_words"])
+        + ", answers word for word "
+        + _times(ratios["verbatim"])
+    )
+    print("compaction + recall / truncation: " + _times(result["recall_over_truncation"]))
+    print(f"summary errors: {result['summary_errors']}")
+
+
+def _times(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}x"
+
+
+# -- across sittings: consolidation and recall across a user's sessions ------------------------
+
+SITTING_CONDITIONS = ("last sitting", "whole history", "fresh scoped session", "long-term only")
+
+
+def _word_line(text: str) -> str:
+    return " " + " ".join(_words(text)) + " "
+
+
+def holds_answer(text: str, evidence: str) -> bool:
+    """Whether a model input's text holds an evidence turn's answer: the turn word for word,
+    or one of its sentences word for word (case and punctuation aside) that carries at least
+    half of the turn's telling words (two at least). A fact line keeps a sentence of the turn
+    in the speaker's words; this counts it, and counts nothing paraphrased."""
+    if _normalized(evidence) in text:
+        return True
+    telling = {w for w in _words(evidence) if w not in STOPWORDS}
+    need = max(2, (len(telling) + 1) // 2)
+    line = _word_line(text)
+    for sentence in evidence.replace("?", ".").replace("!", ".").split("."):
+        carried = {w for w in _words(sentence) if w not in STOPWORDS}
+        if len(carried) >= need and _word_line(sentence) in line:
+            return True
+    return False
+
+
+async def measure_sittings(
+    conv: Conversation, store: MemoryStore, limits: MemoryLimits
+) -> dict[str, Any]:
+    """One scoped session per sitting, consolidated at its end; then each question asked in a
+    fresh session of the scope (``build_model_input(recall=QUESTION)``), and in a fresh
+    unscoped session that sees only the scope's long-term entries (``ltm_scopes=[scope]``),
+    against the newest turns of the last sitting and the whole history."""
+    estimator = TiktokenEstimator()
+    scope = f"user:{conv.name}"
+    bounds = [*conv.sittings, len(conv.turns)]
+    for number, (start, end) in enumerate(itertools.pairwise(bounds), 1):
+        memory = store.session(
+            f"{conv.name}-sitting-{number}",
+            scope=scope,
+            limits=limits,
+            estimator=estimator,
+            summarizer=ExtractiveSummarizer(),
+        )
+        for role, text in conv.turns[start:end]:
+            await memory.add(role, text)
+        await memory.consolidate()
+    counts = [estimator.count(" ".join(text.split())) for _role, text in conv.turns]
+    last = conv.turns[bounds[-2] :]
+    last_turns = truncated(last, counts[bounds[-2] :], limits.hard)
+    whole = _normalized("\n".join(text for _role, text in conv.turns))
+    entries = await store.ltm.list(scope=scope)
+    entry_tokens = sum(estimator.count(f"{e.key} {e.value}") for e in entries)
+    answered = dict.fromkeys(SITTING_CONDITIONS, 0)
+    strict = dict.fromkeys(SITTING_CONDITIONS, 0)
+    words = dict.fromkeys(SITTING_CONDITIONS, 0.0)
+    for index, (question, evidence, answer) in enumerate(conv.questions):
+        fresh = store.session(
+            f"{conv.name}-ask-{index}", scope=scope, limits=limits, estimator=estimator
+        )
+        scoped = input_texts(await fresh.build_model_input(recall=question))
+        outsider = store.session(
+            f"{conv.name}-entries-{index}", ltm_scopes=[scope], limits=limits, estimator=estimator
+        )
+        remembered = input_texts(await outsider.build_model_input(recall=question))
+        needed = [conv.turns[i][1] for i in evidence]
+        inputs = (last_turns, whole, scoped, remembered)
+        for condition, text in zip(SITTING_CONDITIONS, inputs, strict=True):
+            answered[condition] += all(holds_answer(text, part) for part in needed)
+            strict[condition] += all(_normalized(part) in text for part in needed)
+            words[condition] += word_recall(answer_words(answer), text)
+    return {
+        "conversation": conv.name,
+        "sittings": len(conv.sittings),
+        "turns": len(conv.turns),
+        "history_tokens": sum(counts) + ITEM_OVERHEAD_TOKENS * len(counts),
+        "entries": len(entries),
+        "entry_tokens": entry_tokens,
+        "questions": len(conv.questions),
+        "answered": answered,
+        "answered_verbatim": strict,
+        "answer_words": words,
+    }
+
+
+async def run_sittings(
+    conversations: list[Conversation], limits: MemoryLimits
+) -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory() as scratch:
+        async with MemoryStore.open(Path(scratch) / "sittings.db") as store:
+            return [await measure_sittings(conv, store, limits) for conv in conversations]
+
+
+def report_sittings(
+    dataset: str, rows: list[dict[str, Any]], limits: MemoryLimits
+) -> dict[str, Any]:
+    questions = sum(row["questions"] for row in rows)
+
+    def shares(field_: str) -> dict[str, float]:
+        return {
+            c: sum(row[field_][c] for row in rows) / questions if questions else 0.0
+            for c in SITTING_CONDITIONS
+        }
+
+    share = shares("answered")
+    last = share["last sitting"]
+    history = sum(row["history_tokens"] for row in rows)
+    entry_tokens = sum(row["entry_tokens"] for row in rows)
+    return {
+        "dataset": dataset,
+        "limits": {"hard": limits.hard, "target": limits.target, "keep_recent": limits.keep_recent},
+        "conversations": rows,
+        "questions": questions,
+        "share": share,
+        "share_verbatim": shares("answered_verbatim"),
+        "answer_words": shares("answer_words"),
+        "goal_a": {
+            "of_whole_history": share["fresh scoped session"] / share["whole history"]
+            if share["whole history"] else None,
+            "over_last_sitting": share["fresh scoped session"] / last if last else None,
+        },
+        "goal_b": {
+            "over_last_sitting": share["long-term only"] / last if last else None,
+            "entry_share_of_history": entry_tokens / history if history else None,
+        },
+    }  # fmt: skip
+
+
+def print_sittings(result: dict[str, Any]) -> None:
+    limits = result["limits"]
+    print(
+        f"{result['dataset']}, across sittings: {len(result['conversations'])} conversations, "
+        f"{result['questions']} questions; every input within {limits['hard']} tokens but the "
+        "whole history"
+    )
+    print(f"{'conversation':<14}{'sittings':>9}{'tokens':>8}{'entries':>8}{'entry tok':>10}"
+          + "".join(f"{c:>22}" for c in SITTING_CONDITIONS))  # fmt: skip
+    for row in result["conversations"]:
+        cells = "".join(f"{row['answered'][c]:>22}" for c in SITTING_CONDITIONS)
+        print(f"{row['conversation']:<14}{row['sittings']:>9}{row['history_tokens']:>8}"
+              f"{row['entries']:>8}{row['entry_tokens']:>10}{cells}")  # fmt: skip
+    shares = "".join(f"{result['share'][c]:>22.1%}" for c in SITTING_CONDITIONS)
+    print(f"{'answered':<49}{shares}")
+    verbatim = "".join(f"{result['share_verbatim'][c]:>22.1%}" for c in SITTING_CONDITIONS)
+    print(f"{'  (whole answer turn)':<49}{verbatim}")
+    held = "".join(f"{result['answer_words'][c]:>22.1%}" for c in SITTING_CONDITIONS)
+    print(f"{'answer words held':<49}{held}")
+    a, b = result["goal_a"], result["goal_b"]
+
+    def times(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.2f}x"
+
+    print(
+        f"(a) fresh scoped session: {times(a['of_whole_history'])} of the whole history's, "
+        f"{times(a['over_last_sitting'])} the last sitting's"
+    )
+    share = b["entry_share_of_history"]
+    print(
+        f"(b) long-term entries only: {times(b['over_last_sitting'])} the last sitting's; "
+        f"entries hold {'n/a' if share is None else f'{share:.1%}'} of the conversations' tokens"
+    )
 
 
 def main() -> None:
@@ -325,6 +603,22 @@ def main() -> None:
     parser.add_argument("--min-sessions", type=int, default=10)
     parser.add_argument("--max-turns", type=int, default=600)
     parser.add_argument("--questions", type=int, default=30, help="per conversation, at most")
+    parser.add_argument(
+        "--skip", type=int, default=0, help="leave out the N longest pairs (held-out data)"
+    )
+    parser.add_argument(
+        "--undated", action="store_true", help="no session date markers (as before them)"
+    )
+    parser.add_argument(
+        "--agent-sessions", type=int, default=6, help="generated tool-using sessions (0: none)"
+    )
+    parser.add_argument("--agent-tasks", type=int, default=40, help="tasks per agent session")
+    parser.add_argument(
+        "--sittings",
+        action="store_true",
+        help="one scoped session per sitting, consolidated at its end; questions asked in a "
+        "fresh session (recall across a user's sessions, long-term entries alone)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     limits = MemoryLimits()  # the store's defaults
@@ -339,12 +633,30 @@ def main() -> None:
             min_sessions=args.min_sessions,
             max_turns=args.max_turns,
             questions=args.questions,
+            skip=args.skip,
+            dated=not args.undated,
         )
+    if args.sittings:
+        result = report_sittings(dataset, asyncio.run(run_sittings(conversations, limits)), limits)
+        if args.json:
+            print(json.dumps(result, indent=2))
+        else:
+            print_sittings(result)
+        return
     result = report(dataset, asyncio.run(run(conversations, limits)), limits)
+    agents: list[dict[str, Any]] = []
+    timing: dict[str, float] = {}
+    if args.agent_sessions:
+        agents = asyncio.run(agent_sessions.main_async(args.agent_sessions, args.agent_tasks))
+        timing = agent_sessions.summarizer_time()
     if args.json:
+        result["agent_sessions"] = {"rows": agents, "totals": agent_sessions.report(agents)}
+        result["summarizer_time"] = timing
         print(json.dumps(result, indent=2))
-    else:
-        print_report(result)
+        return
+    print_report(result)
+    if agents:
+        agent_sessions.print_report(agents, timing)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from memstore.version import __version__
 
 if TYPE_CHECKING:
     from memstore.config import Settings
+    from memstore.core.consolidation_report import ConsolidationReport
     from memstore.core.search_terms import SearchHit
     from memstore.core.summarizers import ExtractiveSummarizer
     from memstore.core.tokens import ByteEstimator, TiktokenEstimator, TokenEstimator, WordEstimator
@@ -71,6 +72,7 @@ _EXPORTS = {
     "CompactionConflictError": "memstore.errors",
     "CompactionReport": "memstore.core.values",
     "ConfigurationError": "memstore.errors",
+    "ConsolidationReport": "memstore.core.consolidation_report",
     "ConflictError": "memstore.errors",
     "ConnectionFailedError": "memstore.errors",
     "CorruptDatabaseError": "memstore.errors",
@@ -143,6 +145,7 @@ __all__ = [
     "ConfigurationError",
     "ConflictError",
     "ConnectionFailedError",
+    "ConsolidationReport",
     "CorruptDatabaseError",
     "DatabaseMissingError",
     "EntryNotFoundError",

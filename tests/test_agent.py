@@ -333,7 +333,13 @@ async def test_compactions_reach_the_observer_and_input_stays_bounded(
         ]
         assert sum(t + 4 for t in tokens) <= limits.hard + 12
     summary = await agent.memory.summary()
-    assert summary is not None and "never deploy service-0 on Fridays" in summary
+    # The summary fits the room the target leaves: whole constraints, the newest kept.
+    assert summary is not None and summary.startswith("Constraints:\n")
+    lines = summary.splitlines()[1:]
+    assert lines and all(
+        line.startswith("- Turn ") and line.endswith("without a rollback.") for line in lines
+    )
+    assert "service-8 on Fridays" in summary and "service-0 on Fridays" not in summary
 
 
 async def test_openai_summarizer_by_default_and_memories_across_sessions(
@@ -461,3 +467,36 @@ async def test_open_fits_the_limits_to_the_instructions_and_tools(store: MemoryS
     )
     assert agent.memory.limits == expected
     assert agent.max_output_tokens == 500
+
+
+async def test_end_consolidates_a_scoped_conversation(store: MemoryStore) -> None:
+    standin = StandInModel()
+    chatter = "That sounds lovely; tell me more whenever you like, I am happy to listen to it all."
+    for _ in range(4):
+        standin.queue(say(chatter))
+    agent = await Agent.open(
+        store,
+        "trip",
+        client=standin.client(),
+        model=MODEL,
+        scope=SCOPE,
+        summarizer=ExtractiveSummarizer(),
+        estimator=WordEstimator(),
+        limits=MemoryLimits(hard=1500, target=900, keep_recent=4),
+    )
+    assert agent.memory.scope == SCOPE
+    await agent.run_turn("My sister Maria moved to Lisbon and I am flying there on March 14.")
+    assert (await store.session_info("trip")).scope == SCOPE
+    for _ in range(3):
+        await agent.run_turn("Nothing much else to say today, we just talked about the weather.")
+    report = await agent.end()
+    assert report is not None and report.number == 1 and report.written
+    entries = await store.ltm.list(scope=SCOPE, prefix="fact:")
+    assert entries and all(e.source and e.source["session"] == "trip" for e in entries)
+    assert await agent.end() is not None  # a second end writes nothing
+    assert len(await store.ltm.list(scope=SCOPE, prefix="fact:")) == len(entries)
+
+    unscoped = await Agent.open(
+        store, "plain", client=StandInModel().client(), model=MODEL, limits=MemoryLimits()
+    )
+    assert unscoped.memory.scope is None and await unscoped.end() is None

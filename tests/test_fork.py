@@ -185,7 +185,9 @@ async def test_purge_lists_forks_and_deletes_them_only_when_asked(any_store: Mem
 
 
 async def test_pruning_either_side_keeps_both_verifiable(any_store: MemoryStore) -> None:
-    parent = await conversation(any_store, turns=30)
+    # Room for a summary line beside the two protected turns (the summary fits the room).
+    roomy = MemoryLimits(hard=80, target=60, keep_recent=2)
+    parent = await conversation(any_store, turns=30, limits=roomy)
     reports = await parent.reports()
     assert len(reports) >= 3
     fork = await any_store.fork("p", "f")

@@ -223,3 +223,49 @@ def test_a_from_url_session_survives_a_new_event_loop(backend_url: str) -> None:
     contents = [item["content"] for item in asyncio.run(session.get_items())]
     assert contents == ["first loop", "second loop"]
     asyncio.run(session.close())
+
+
+@function_tool
+def track(order: int) -> str:
+    """Where an order is."""
+    return json.dumps({"courier": ["DPD", "DHL", "UPS"][order % 3], "due_day": order % 5 + 1})
+
+
+async def test_a_compacted_tool_session_keeps_its_answers_and_no_answered_question_is_open(
+    store: MemoryStore,
+) -> None:
+    session = session_on(store, limits=MemoryLimits(hard=400, target=300, keep_recent=4))
+    steps: list[Any] = []
+    for n in range(30):
+        courier, due = ["DPD", "DHL", "UPS"][(1000 + n) % 3], (1000 + n) % 5 + 1
+        steps += [
+            [function_call("track", {"order": 1000 + n}, call_id=f"call_{n}")],
+            [assistant_message(f"Order {1000 + n} is with {courier}, due day {due}.")],
+        ]
+    agent = Agent(name="orders", model=ScriptedModel(steps), tools=[track])
+    for n in range(30):
+        await Runner.run(agent, f"Where is order {1000 + n}?", session=session)
+    memory = store.session("chat-1", estimator=WordEstimator())
+    reports = await memory.reports()
+    assert len(reports) >= 3 and all(r.summary_error is None for r in reports)
+    summary = await memory.summary() or ""
+    active = {item.call_id for item in await memory.items() if item.call_id}
+    # No answered question is presented as open; the one whose answer is still among the
+    # recent items (the newest request when the compaction ran) is the objective.
+    assert "Open questions" not in summary
+    asked = [line for line in summary.splitlines() if line.endswith("?")]
+    for line in asked:
+        assert line.startswith("Current objective: Where is order 10")
+        assert f"call_{int(line.rstrip('?')[-2:])}" in active
+    forgotten = [n for n in range(30) if f"call_{n}" not in active]
+    kept = [
+        n
+        for n in forgotten
+        if any(
+            f"{1000 + n}" in line
+            and ["DPD", "DHL", "UPS"][(1000 + n) % 3] in line
+            and f"due day {(1000 + n) % 5 + 1}" in line
+            for line in summary.splitlines()
+        )
+    ]
+    assert forgotten and len(kept) >= 0.75 * len(forgotten), summary

@@ -194,3 +194,41 @@ def test_plan_keeps_item_metadata(kind: MemoryKind) -> None:
     plan = plan_compaction(snap([it]), MemoryLimits(100, 50, 1), count, None)
     assert plan.kept == (it,)
     assert it.role in (MemoryRole.USER, MemoryRole.ASSISTANT, MemoryRole.TOOL, MemoryRole.DEVELOPER)
+
+
+def test_trimming_a_summary_keeps_whole_lines_and_no_bare_heading() -> None:
+    summary = "Current objective: fix checkout\nFacts:\n- payments p95 1720ms\n- fraud v2.31"
+    assert trim_to_tokens(summary, 7, count) == "Current objective: fix checkout"
+    assert (
+        trim_to_tokens(summary, 9, count)
+        == "Current objective: fix checkout\nFacts:\n- payments p95 1720ms"
+    )
+    assert trim_to_tokens(summary, 2, count) == ""  # never a stub such as "Current"
+
+
+def test_the_room_and_the_sessions_count_reach_summarizers_that_accept_them() -> None:
+    items = [item(i, 10) for i in range(1, 7)]  # 14 each
+    limits = MemoryLimits(hard=80, target=60, keep_recent=2)
+    seen: dict[str, object] = {}
+
+    def roomy(previous: str | None, cands: object, *, max_tokens: int, count_tokens: object) -> str:
+        seen.update(max_tokens=max_tokens, count_tokens=count_tokens)
+        return "short summary"
+
+    plan_compaction(snap(items), limits, count, roomy)
+    assert seen == {"max_tokens": 60 - 2 * 14 - 12, "count_tokens": count}
+    plain: list[int] = []
+    plan = plan_compaction(snap(items), limits, count, lambda p, c: str(plain.append(1) or "s"))
+    assert plain == [1] and plan.summary == "s"  # a summarizer that takes two arguments
+
+
+def test_a_summarizer_that_kept_nothing_is_not_an_error() -> None:
+    from memstore.core.summarizers import SummaryText
+
+    items = [item(i, 10) for i in range(1, 6)]
+    limits = MemoryLimits(hard=70, target=40, keep_recent=2)
+    plan = plan_compaction(snap(items, "old"), limits, count, lambda p, c: SummaryText.nothing())
+    assert plan.summary_error is None
+    assert plan.summarized == tuple(i.id for i in items[:3])
+    assert plan.summary is None and plan.summary_action == "removed"
+    assert plan.after_tokens <= limits.target

@@ -9,7 +9,7 @@ from memstore import MemoryLimits, MemoryStore, ValidationError, WordEstimator
 from memstore.core.search_terms import MAX_TERMS, search_terms
 from memstore.memory.session import SessionMemory
 
-LIMITS = MemoryLimits(hard=60, target=40, keep_recent=2)
+LIMITS = MemoryLimits(hard=80, target=60, keep_recent=2)
 #: Said early, each with a word no filler uses; compaction removes them all.
 FACTS = [
     ("user", "My sister Ingrid moved to Trondheim last spring."),

@@ -24,6 +24,7 @@ COMMANDS = {
     "chat": "memstore.cli.chat:chat",
     "check": "memstore.cli.check:check",
     "compact": "memstore.cli.write:compact_session",
+    "consolidate": "memstore.cli.consolidate:consolidate_session",
     "db": "memstore.cli.db:db_group",
     "demo": "memstore.cli.demo:demo",
     "export": "memstore.cli.transfer:export_session",
@@ -74,6 +75,8 @@ SUMMARIES = {
     "check": "Verify that the ledger balances, totals match, fates point at compactions, and the "
     "search index holds exactly the rows' words.",
     "compact": "Compact SESSION now: drop noise, summarize unprotected items, enforce the target.",
+    "consolidate": "Distil what SESSION said into long-term entries of its scope (--dry-run: "
+    "preview).",
     "db": "The database schema (Alembic revisions).",
     "demo": "Run a scripted incident investigation offline and watch memory compact.",
     "export": "Write every item, summary and report of SESSION as JSON Lines.",

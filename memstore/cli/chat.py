@@ -203,9 +203,29 @@ async def run_chat(
                     continue
                 turns += 1
                 ui.reply(result.reply)
+            if turns:
+                await _consolidate(agent, out)
         finally:
             await client.close()
     return turns
+
+
+async def _consolidate(agent: Agent, out: Console) -> None:
+    """The conversation ended: distil it into the scope's long-term memory, and say so."""
+    try:
+        report = await agent.end()
+    except MemstoreError as error:  # the conversation itself is stored: only report it
+        out.print(Text(f"consolidation failed: {error}", style="yellow"), soft_wrap=True)
+        return
+    if report is not None and report.number is not None:
+        out.print(
+            Text(
+                f"consolidated into {report.scope}: {len(report.written)} new, "
+                f"{len(report.superseded)} updated, {len(report.skipped)} skipped",
+                style="dim",
+            ),
+            soft_wrap=True,
+        )
 
 
 @click.command("chat")

@@ -28,7 +28,7 @@ from memstore.memory.session import SessionMemory
 from memstore.memory.store import MemoryStore
 
 #: Small limits, so a 24-turn script compacts a few times (defaults are 1500 / 900 / 4).
-DEMO_LIMITS = MemoryLimits(hard=480, target=320, keep_recent=4)
+DEMO_LIMITS = MemoryLimits(hard=440, target=300, keep_recent=4)
 
 # (role, kind, priority, content): an on-call engineer and an agent chase checkout latency.
 SCRIPT: list[tuple[str, str, str, str]] = [
@@ -239,7 +239,7 @@ async def run_demo(db: str, session: str | None, out: Console) -> SessionMemory:
             session_id,
             limits=DEMO_LIMITS,
             estimator=estimator,
-            summarizer=ExtractiveSummarizer(max_tokens=160, estimator=estimator),
+            summarizer=ExtractiveSummarizer(estimator=estimator),
         )
         history: list[MemoryItem] = []
         compacted: list[CompactionReport] = []  # shown after the append that set them off

@@ -63,7 +63,7 @@ def totals_line(info: SessionInfo) -> str:
         f"tokens {info.total_tokens} (hard {limits.hard}, target {limits.target}, "
         f"keep recent {limits.keep_recent}) · items {info.active_items} active of "
         f"{info.items_total} · compactions {info.compaction_count} · version {info.version} · "
-        f"estimator {info.estimator}"
+        f"estimator {info.estimator}" + ("" if info.scope is None else f" · scope {info.scope}")
     )
 
 
@@ -80,6 +80,7 @@ def list_sessions(ctx: click.Context, as_json: bool) -> None:
         "sessions",
         [
             ("session", "left"),
+            ("scope", "left"),
             ("active items", "right"),
             ("tokens", "right"),
             ("hard / target", "right"),
@@ -91,6 +92,7 @@ def list_sessions(ctx: click.Context, as_json: bool) -> None:
     for info in infos:
         table.add_row(
             info.id,
+            info.scope or "-",
             f"{info.active_items} of {info.items_total}",
             str(info.total_tokens),
             f"{info.limits.hard} / {info.limits.target}",

@@ -70,9 +70,21 @@ def when(moment: Any) -> str:
     return "" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
+def source_text(source: Any) -> Text:
+    """Where a version came from: ``session s1 #3,4 (compaction 2, extractive)``, or ``set``
+    (a person or the application wrote it)."""
+    if not isinstance(source, dict):
+        return Text("set")
+    seqs = ",".join(str(seq) for seq in source.get("seqs") or ())
+    detail = [f"compaction {source['compaction']}"] if source.get("compaction") else []
+    detail.append(str(source.get("extractor")))
+    return Text(f"session {source.get('session')} #{seqs} ({', '.join(detail)})")
+
+
 def entries_table(entries: list[LongTermEntry], *, full: bool = False) -> Table:
-    """Entries: scope, key, version, value, updated (and expiry, if any entry has one)."""
+    """Entries: scope, key, version, value, updated, source (and expiry, if any has one)."""
     expiring = any(entry.expires_at is not None for entry in entries)
+    derived = any(entry.source is not None for entry in entries)
     table = Table(title="long-term entries", title_justify="left")
     table.add_column("scope", overflow="fold")  # an identifier: folded, never cut
     table.add_column("key", overflow="fold")
@@ -81,11 +93,15 @@ def entries_table(entries: list[LongTermEntry], *, full: bool = False) -> Table:
     table.add_column("updated (UTC)", no_wrap=True)
     if expiring:
         table.add_column("expires (UTC)", no_wrap=True)
+    if derived:
+        table.add_column("source", overflow="fold")
     for entry in entries:
         row = [Text(entry.scope), Text(entry.key), Text(str(entry.version))]
         row += [show_value(entry.value, full=full), Text(when(entry.updated_at))]
         if expiring:
             row.append(Text(when(entry.expires_at)))
+        if derived:
+            row.append(source_text(entry.source))
         table.add_row(*row)
     return table
 
@@ -97,9 +113,11 @@ def history_table(changes: list[LongTermChange]) -> Table:
     table.add_column("action")
     table.add_column("at (UTC)", no_wrap=True)
     table.add_column("value", overflow="fold", ratio=1)
+    table.add_column("source", overflow="fold")
     for change in changes:
         value = Text("") if change.action != "set" else show_value(change.value)
-        table.add_row(str(change.version), change.action, when(change.changed_at), value)
+        source = Text("") if change.action != "set" else source_text(change.source)
+        table.add_row(str(change.version), change.action, when(change.changed_at), value, source)
     return table
 
 

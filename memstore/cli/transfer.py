@@ -14,6 +14,7 @@ from typing import IO, Any
 import click
 
 from memstore.cli.output import run_with_store, with_progress
+from memstore.core.ltm_entries import LongTermEntry
 from memstore.errors import StorageError, ValidationError
 from memstore.memory.store import MemoryStore
 
@@ -96,6 +97,13 @@ def parse_before(value: str) -> tuple[int | None, datetime | None]:
     return None, moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+with_derived_option = click.option(
+    "--with-derived",
+    is_flag=True,
+    help="Also delete the long-term entries consolidated from what is deleted.",
+)
+
+
 @click.command("prune")
 @click.argument("session_id", metavar="SESSION")
 @click.option(
@@ -106,16 +114,39 @@ def parse_before(value: str) -> tuple[int | None, datetime | None]:
     help="Delete compactions committed before this version or time.",
 )
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@with_derived_option
 @click.pass_context
-def prune_session(ctx: click.Context, session_id: str, before: str, yes: bool) -> None:
+def prune_session(
+    ctx: click.Context, session_id: str, before: str, yes: bool, with_derived: bool
+) -> None:
     """Delete old compactions of SESSION and the items they removed (working memory stays)."""
     version, moment = parse_before(before)
     if not yes:
         click.confirm(f"Delete the history of {session_id} before {before}?", abort=True)
-    compactions, items = run_with_store(
-        ctx, lambda store: store.prune(session_id, before_version=version, before=moment)
-    )
+
+    async def prune(store: MemoryStore) -> tuple[tuple[int, int], list[LongTermEntry]]:
+        done = await store.prune(
+            session_id, before_version=version, before=moment, with_derived=with_derived
+        )
+        derived = (
+            [] if with_derived else await store.derived_entries(session_id, deleted_items_only=True)
+        )
+        return done, derived
+
+    (compactions, items), derived = run_with_store(ctx, prune)
     click.echo(f"pruned {compactions} compaction(s) and {items} forgotten item(s)")
+    derived_note(derived, with_derived)
+
+
+def derived_note(derived: list[LongTermEntry], deleted: bool) -> None:
+    """Name the long-term entries consolidated from what was deleted, and their fate."""
+    if deleted:
+        click.echo("deleted the long-term entries consolidated from it too")
+        return
+    for entry in derived:
+        click.echo(f"kept long-term entry {entry.key!r} ({entry.scope}), consolidated from it")
+    if derived:
+        click.echo("(delete them too with --with-derived)")
 
 
 @click.command("purge")
@@ -126,12 +157,16 @@ def prune_session(ctx: click.Context, session_id: str, before: str, yes: bool) -
     help="Also delete the forks that hold copies of its history (and their forks).",
 )
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@with_derived_option
 @click.pass_context
-def purge_session(ctx: click.Context, session_id: str, with_forks: bool, yes: bool) -> None:
+def purge_session(
+    ctx: click.Context, session_id: str, with_forks: bool, yes: bool, with_derived: bool
+) -> None:
     """Delete SESSION and everything recorded about it (and its forks, if asked).
 
     A fork holds a copy of the history it started with: while SESSION has forks, purge
-    refuses and lists them, unless --with-forks deletes them too.
+    refuses and lists them, unless --with-forks deletes them too. Long-term entries
+    consolidated from it are listed and kept, unless --with-derived deletes them too.
     """
 
     forks: list[str] = []
@@ -140,6 +175,13 @@ def purge_session(ctx: click.Context, session_id: str, with_forks: bool, yes: bo
     if not yes:
         also = f", its forks ({', '.join(forks)})" if forks else ""
         click.confirm(f"Delete session {session_id}{also} and its whole history?", abort=True)
-    items = run_with_store(ctx, lambda store: store.purge(session_id, with_forks=with_forks))
+
+    async def purge(store: MemoryStore) -> tuple[int, list[LongTermEntry]]:
+        derived = await store.derived_entries(session_id)
+        deleted = await store.purge(session_id, with_forks=with_forks, with_derived=with_derived)
+        return deleted, derived
+
+    items, derived = run_with_store(ctx, purge)
     also = f" and its forks {', '.join(forks)}" if forks else ""
     click.echo(f"purged session {session_id}{also} ({items} items)")
+    derived_note(derived, with_derived and bool(derived))

@@ -41,6 +41,9 @@ class LongTermEntry:
         created_at: When this incarnation was created (a re-create after a delete is new).
         updated_at: When it was last written.
         expires_at: When it stops being visible, or ``None``.
+        source: Where this version came from when consolidation wrote it: ``session``,
+            ``seqs`` (the items), ``compaction``, ``extractor``, ``run`` and ``said_on``;
+            ``None`` when a person or the application wrote it.
     """
 
     key: str
@@ -50,6 +53,7 @@ class LongTermEntry:
     created_at: datetime
     updated_at: datetime
     expires_at: datetime | None = None
+    source: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (datetimes as ISO 8601)."""
@@ -61,6 +65,7 @@ class LongTermEntry:
             "created_at": self.created_at.isoformat(),
             "updated_at": self.updated_at.isoformat(),
             "expires_at": None if self.expires_at is None else self.expires_at.isoformat(),
+            "source": self.source,
         }
 
 
@@ -75,6 +80,8 @@ class LongTermChange:
         action: ``"set"``, ``"delete"`` or ``"expire"``.
         value: The value set (``None`` for a delete or an expiry).
         changed_at: When it happened (for an expiry: the moment the entry expired).
+        source: The version's provenance when consolidation wrote it (``None``: a person or
+            the application did, or it is a delete or an expiry).
     """
 
     key: str
@@ -83,6 +90,7 @@ class LongTermChange:
     action: str
     value: Any
     changed_at: datetime
+    source: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (datetimes as ISO 8601)."""
@@ -93,6 +101,7 @@ class LongTermChange:
             "action": self.action,
             "value": self.value,
             "changed_at": self.changed_at.isoformat(),
+            "source": self.source,
         }
 
 

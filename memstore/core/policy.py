@@ -9,8 +9,11 @@ first. The newest ``keep_recent`` items are *protected* in phases 1 and 2.
 2. **Summarize older useful state.** If still above the target, every remaining unprotected
    item is a candidate. The summarizer receives the *existing* summary plus the candidates and
    returns one new summary that replaces the old one, so each compaction folds the previous
-   summary in rather than forgetting it. If the summarizer fails, the error is recorded and
-   the candidates stay for phase 3.
+   summary in rather than forgetting it. A summarizer that accepts ``max_tokens`` is told the
+   room the target leaves once the items that stay are counted, in the session's own tokens
+   (:func:`~memstore.core.summarizers.summary_room`). If the summarizer fails, the error is
+   recorded and the candidates stay for phase 3; one that found nothing worth keeping is no
+   failure.
 3. **Enforce the budget.** While still above the target: evict the remaining unprotected items
    oldest first; then trim the summary (it is the oldest context) or remove it; only then evict
    protected items, oldest first. The result is at most the target, always: even one recent
@@ -35,6 +38,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from memstore.core.summarizers import summarizer_options, summary_room
 from memstore.core.turns import turn_order
 from memstore.core.units import Unit, closure, units
 from memstore.core.values import (
@@ -49,7 +53,7 @@ from memstore.core.values import (
 
 CountTokens = Callable[[str], int]
 #: A synchronous summarizer, for offline replay and tests: (previous, candidates) -> summary.
-SyncSummarize = Callable[[str | None, Sequence[MemoryItem]], str]
+SyncSummarize = Callable[..., str]
 
 
 @dataclass(frozen=True)
@@ -294,6 +298,12 @@ def finish_plan(
             summary, summary_tokens, action = text, count_tokens(text), "replaced"
             summarized = tuple(item.id for item in draft.candidates)
             items = [item for item in items if item.id not in set(summarized)]
+        elif summary_error is None and getattr(new_summary, "kept_nothing", False):
+            # The summarizer read everything and found nothing worth keeping: an answer.
+            summarized = tuple(item.id for item in draft.candidates)
+            items = [item for item in items if item.id not in set(summarized)]
+            if summary is not None:
+                summary, summary_tokens, action = None, 0, "removed"
         elif summary_error is None:
             summary_error = "summarizer returned no usable text"
 
@@ -360,15 +370,25 @@ def _enforce_budget(
 
 
 _PIECES = re.compile(r"\S+\s*")
+_LINES = re.compile(r"[^\n]*\n*")
 
 
 def trim_to_tokens(text: str, budget: int, count_tokens: CountTokens) -> str:
-    """The longest word-boundary prefix of ``text`` counting at most ``budget`` tokens.
-
-    The head is kept because both shipped summarizers put the current objective and the
-    constraints first; the tail holds the least essential detail.
+    """The longest prefix of ``text`` counting at most ``budget`` tokens: whole lines when
+    ``text`` has several (half a line can invert a fact; a stub such as ``Current`` says
+    nothing), else words. The head is kept because both shipped summarizers put the
+    objective and the constraints first; a heading left with no line under it goes too.
     """
-    pieces = _PIECES.findall(text)
+    if "\n" in text.strip():
+        lines = [line for line in _LINES.findall(text) if line]
+        kept = _longest_prefix(lines, budget, count_tokens)
+        while kept.endswith(":") and "\n" in kept:  # a heading whose lines did not fit
+            kept = kept.rsplit("\n", 1)[0].rstrip()
+        return "" if kept.endswith(":") else kept
+    return _longest_prefix(_PIECES.findall(text), budget, count_tokens)
+
+
+def _longest_prefix(pieces: list[str], budget: int, count_tokens: CountTokens) -> str:
     low, high = 0, len(pieces)
     while low < high:  # binary search: O(log n) token counts instead of n
         mid = (low + high + 1) // 2
@@ -399,7 +419,9 @@ def plan_compaction(
             error = "no summarizer configured"
         else:
             try:
-                new_summary = summarize(snapshot.summary, draft.candidates)
+                room = summary_room(draft.budget, draft.remaining, draft.candidates)
+                options = summarizer_options(summarize, room, count_tokens)
+                new_summary = summarize(snapshot.summary, draft.candidates, **options)
             except Exception as exc:  # a summarizer's failure is data, not a crash
                 error = f"{type(exc).__name__}: {exc}"
     return finish_plan(draft, count_tokens, new_summary=new_summary, summary_error=error)

@@ -3,77 +3,96 @@
 A summarizer is any async callable ``(previous_summary, items) -> str``. Two ship:
 
 * :class:`ExtractiveSummarizer` (here), the offline default: deterministic, no model.
-* :class:`~memstore.model_side.openai_summarizer.OpenAISummarizer`, which asks a model through the
-  Responses API (its own module, so that this one never loads ``openai``).
+* :class:`~memstore.model_side.openai_summarizer.OpenAISummarizer`, which asks a model
+  through the Responses API.
+
+A summarizer that also takes keyword arguments ``max_tokens`` and ``count_tokens`` is told
+the room the compaction's target leaves it and how the session counts tokens
+(:func:`memstore.core.policy.summarizer_options`); others are called as before.
 
 Either may fail; the store records the failure in the compaction report and still bounds
 memory (phase 3), so a summarizer error never escapes ``add()``. A summarizer that knows
 what its call cost returns a :class:`SummaryText` (a ``str`` carrying ``.usage``); the store
-copies that usage into the report.
+copies that usage into the report. One that found nothing worth keeping returns
+:meth:`SummaryText.nothing`, which is not an error.
 
-The extractive summary is a fixed layout, most essential first::
+The extractive summary is a fixed layout of facts (:mod:`memstore.core.facts`), most
+essential first::
 
-    Current objective: <the newest user request>
+    Current objective: <the newest request>
     Constraints:
-    - <user sentences with must / never / only / prefer / ...>
+    - <the user's musts and nevers>
     Decisions:
     - <DECISION items>
-    Important observations:
-    - <HIGH-priority observations>
+    Facts:
+    - <answers, tool results and statements: "Order 3: courier DPD, due day 4">
+    On 8 May 2023:
+    - <what was said that day: "Caroline: I went to a support group yesterday (7 May 2023).">
     Open questions:
-    - <questions the user asked>
+    - <the user's questions nothing answered>
 
-Facts are never paraphrased: each line is a sentence or an item as it was written (white
-space flattened, clipped at :data:`MAX_LINE_WORDS`), so a later compaction parses the summary
-back into its sections and folds new items in without a fact drifting. Over budget, the least
-essential line goes first (an unknown section's lines, open questions, observations,
-decisions, constraints; oldest first within each); the head is what phase 3 would keep too.
+Lines are never paraphrased, so a later compaction reads the summary back
+(:func:`parse_summary`) and folds new items in without a fact drifting. Over budget, whole
+lines go, the least informative first and, among those alike, the oldest; a model's own
+sections (``Actions attempted:``) go before any of these.
 """
 
 from __future__ import annotations
 
+import heapq
+import inspect
+import math
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memstore.core.dates import parse_formatted
+from memstore.core.facts import (
+    CONSTRAINT,
+    DECISION,
+    FACT,
+    QUESTION,
+    Fact,
+    FactList,
+    extract,
+    make_fact,
+)
+from memstore.core.statements import content_words
 from memstore.core.tokens import TokenEstimator, WordEstimator
-from memstore.core.values import MemoryItem, MemoryKind, Priority
+from memstore.core.values import SUMMARY_OVERHEAD_TOKENS, MemoryItem
 
 Summarizer = Callable[[str | None, Sequence[MemoryItem]], Awaitable[str]]
+CountTokens = Callable[[str], int]
 
-#: Section headings of the extractive summary, in the order a reader (or model) needs them.
 OBJECTIVE = "Current objective"
-SECTIONS = ("Constraints", "Decisions", "Important observations", "Open questions")
-#: When the summary is over budget, the least essential section loses its oldest line first.
-#: Sections the extractive summarizer does not write (a model's summary may have them, e.g.
-#: "Actions attempted") are sacrificed before any of these.
-SACRIFICE_ORDER = ("Open questions", "Important observations", "Decisions", "Constraints")
-#: 400 tokens: room for ~25 one-sentence facts, while a 900-token target keeps more than half
-#: of itself for the recent items the model is working with.
+SESSION_DATE = "Session date"
+#: Section headings, in the order they are written.
+SECTION_OF = {
+    CONSTRAINT: "Constraints",
+    DECISION: "Decisions",
+    FACT: "Facts",
+    QUESTION: "Open questions",
+}
+#: Headings of earlier layouts (and a model's usual words) read as the same sections.
+_ALIASES = {"important observations": FACT, "confirmed facts": FACT, "facts": FACT,
+            "constraints": CONSTRAINT, "decisions": DECISION, "open questions": QUESTION,
+            "unresolved questions": QUESTION}  # fmt: skip
+#: A summary of its own that is not asked for a budget: room for ~25 facts while a
+#: 900-token target keeps more than half of itself for the recent items.
 DEFAULT_MAX_TOKENS = 400
-#: Summary lines longer than this are cut: a summary is a digest, not a transcript.
-MAX_LINE_WORDS = 60
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
-_GREETING = re.compile(
-    r"^(hi|hello|hey|thanks|thank you|thx|cheers|good (morning|afternoon|evening)|ok(ay)?|"
-    r"sure|great|cool|got it|sounds good|you're welcome|perfect|nice|awesome)\b[\s!.,:)]*"
-    r"(there|all|team|again|a lot|so much)?[\s!.,:)]*$",
-    re.IGNORECASE,
-)
-#: An acknowledgement: starts like a greeting and says little else ("Thanks, that helps.").
-_ACK_START = re.compile(
-    r"^(thanks|thank you|thx|ok(ay)?|great|cool|nice|perfect|sure|got it|sounds good)\b",
-    re.IGNORECASE,
-)
-_ACK_MAX_WORDS = 4
-_CONSTRAINT = re.compile(
-    r"\b(must|never|always|don't|do not|only|prefer|remember|should|make sure|avoid|"
-    r"required?|constraint|no more than|at most|at least|deadline)\b",
-    re.IGNORECASE,
-)
+#: What the words a line shares with the rest of the digest are worth beside its own
+#: weight (a line's weight is its own content score, 3 to 15).
+TOPIC_WEIGHT = 8.0
+#: What a topic word is still worth to the next line once a kept line holds it.
+COVERED = 0.25
+#: A word counts as a topic once this many lines hold it.
+TOPIC_MIN_LINES = 3
+#: What being the newest line is worth: among lines alike, the older goes first.
+RECENCY_WEIGHT = 0.5
+_LABEL = re.compile(r"^[^:]{1,40}:\s")
 _BULLET = re.compile(r"^(?:[-*•]|\d+[.)])\s+")
+_DATED = re.compile(r"^On (\d{1,2} [A-Z][a-z]+ \d{4}):$")
 
 
 class SummaryText(str):
@@ -81,13 +100,24 @@ class SummaryText(str):
 
     Attributes:
         usage: ``{"input_tokens": .., "output_tokens": .., "total_tokens": ..}`` or ``None``.
+        kept_nothing: The summarizer read the items and found nothing worth keeping (an
+            empty text that is an answer, not a failure).
     """
 
     usage: dict[str, Any] | None
+    kept_nothing: bool
 
     def __new__(cls, text: str, usage: Mapping[str, Any] | None = None) -> SummaryText:
         obj = super().__new__(cls, text)
         obj.usage = None if usage is None else dict(usage)
+        obj.kept_nothing = False
+        return obj
+
+    @classmethod
+    def nothing(cls) -> SummaryText:
+        """The answer of a summarizer that found nothing worth keeping."""
+        obj = cls("")
+        obj.kept_nothing = True
         return obj
 
 
@@ -99,159 +129,312 @@ def summarizer_name(summarizer: object) -> str:
     return getattr(summarizer, "__name__", type(summarizer).__name__)
 
 
-def _normalize(text: str) -> str:
-    return re.sub(r"[\W_]+", " ", text.lower()).strip()
+def summary_room(
+    budget: int, remaining: Sequence[MemoryItem], leaving: Sequence[MemoryItem]
+) -> int:
+    """Tokens a new summary may take: the compaction's ``budget`` less the ``remaining``
+    items that stay (those not ``leaving``: protected and pending ones) and the summary's
+    framing; never below 0."""
+    gone = {item.id for item in leaving}
+    staying = sum(item.cost for item in remaining if item.id not in gone)
+    return max(budget - staying - SUMMARY_OVERHEAD_TOKENS, 0)
 
 
-def _clip(text: str) -> str:
-    words = text.split()  # also flattens line breaks: one fact is one summary line
-    return (
-        " ".join(words)
-        if len(words) <= MAX_LINE_WORDS
-        else " ".join(words[:MAX_LINE_WORDS]) + " ..."
-    )
-
-
-def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE_END.split(" ".join(text.split())) if s.strip()]
-
-
-def _is_chatter(sentence: str) -> bool:
-    if _GREETING.match(sentence):
-        return True
-    return bool(_ACK_START.match(sentence)) and len(sentence.split()) <= _ACK_MAX_WORDS
+def summarizer_options(
+    summarizer: Callable[..., Any], room: int, count_tokens: CountTokens
+) -> dict[str, Any]:
+    """The keyword arguments ``summarizer`` accepts among ``max_tokens`` (``room``: what
+    the compaction's target leaves the summary) and ``count_tokens`` (the session's
+    estimator); ``{}`` for a summarizer that takes only the summary and the items."""
+    try:
+        parameters = inspect.signature(summarizer).parameters.values()
+    except (TypeError, ValueError):  # a builtin or C callable: call it the plain way
+        return {}
+    names = {p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        names |= {"max_tokens", "count_tokens"}
+    options: dict[str, Any] = {}
+    if "max_tokens" in names:
+        options["max_tokens"] = room
+    if "count_tokens" in names:
+        options["count_tokens"] = count_tokens
+    return options
 
 
 @dataclass
-class _Digest:
-    objective: str | None = None
-    sections: dict[str, list[str]] = field(default_factory=lambda: {s: [] for s in SECTIONS})
-    _seen: set[str] = field(default_factory=set)
+class Digest:
+    """A summary as values: the objective, the facts in order, and a model's other sections."""
 
-    def add(self, section: str, line: str) -> None:
-        line = _clip(line)
-        key = _normalize(line)
-        if not key or key in self._seen:
-            return  # repetition: it is already in the summary
-        self._seen.add(key)
-        self.sections.setdefault(section, []).append(line)
+    objective: str | None = None
+    said_on: str | None = None
+    facts: FactList = field(default_factory=FactList)
+    questions: list[Fact] = field(default_factory=list)
+    other: dict[str, list[str]] = field(default_factory=dict)
+
+    def render_frame(self) -> str:
+        """What the digest costs without its droppable lines: the objective and the date
+        (headings are left to the exact count, since one whose lines all go costs nothing)."""
+        frame = [f"{OBJECTIVE}: {self.objective}"] if self.objective else []
+        frame += [f"{SESSION_DATE}: {self.said_on}"] if self.said_on else []
+        return "\n".join(frame)
 
     def render(self) -> str:
+        """The summary text (module docstring)."""
         lines = [f"{OBJECTIVE}: {self.objective}"] if self.objective else []
-        for section, entries in self._ordered():
+        if self.said_on and not any(f.said_on == self.said_on for f in self.facts.facts):
+            lines.append(f"{SESSION_DATE}: {self.said_on}")  # it dates the next items
+        groups: dict[str, list[str]] = {}
+        for fact in self.facts.facts:
+            heading = SECTION_OF[fact.kind]
+            if fact.kind == FACT and fact.said_on:
+                heading = f"On {fact.said_on}"
+            groups.setdefault(heading, []).append(fact.text)
+        if self.questions:
+            groups["Open questions"] = [q.text for q in self.questions]
+        order = ["Constraints", "Decisions", "Facts"]
+        dated = [h for h in groups if h.startswith("On ")]
+        for heading in [*order, *dated, "Open questions"]:
+            if groups.get(heading):
+                lines.append(f"{heading}:")
+                lines.extend(f"- {text}" for text in groups[heading])
+        for heading, entries in self.other.items():
             if entries:
-                lines.append(f"{section}:")
-                lines.extend(f"- {entry}" for entry in entries)
+                lines.append(f"{heading}:")
+                lines.extend(f"- {text}" for text in entries)
         return "\n".join(lines)
 
-    def _ordered(self) -> list[tuple[str, list[str]]]:
-        known = [(s, self.sections[s]) for s in SECTIONS]
-        return known + [(s, e) for s, e in self.sections.items() if s not in SECTIONS]
 
-    def drop_one(self) -> bool:
-        """Remove the least essential line; ``False`` when only the objective is left."""
-        extras = [s for s in self.sections if s not in SECTIONS]
-        for section in (*extras, *SACRIFICE_ORDER):
-            if self.sections[section]:
-                self.sections[section].pop(0)
-                return True
-        return False
+def parse_summary(text: str | None) -> Digest:
+    """Read a summary back into a :class:`Digest`.
 
-
-def parse_summary(text: str | None) -> _Digest:
-    """Read a summary back into sections.
-
-    The extractive layout round-trips exactly. Any other ``Heading:`` line (from a model's
-    summary) opens a section of its own; lines before any heading count as observations.
+    The extractive layout round-trips exactly. A model's other ``Heading:`` lines open
+    sections of their own; lines before any heading count as facts.
     """
-    digest = _Digest()
-    current = "Important observations"
+    digest = Digest()
+    kind: str | None = FACT
+    heading, said_on = "Facts", None
     for raw in (text or "").splitlines():
         line = raw.strip()
         if not line:
             continue
         if line.startswith(f"{OBJECTIVE}:"):
-            digest.objective = _clip(line.split(":", 1)[1]) or None
+            digest.objective = line.split(":", 1)[1].strip() or None
+            continue
+        if line.startswith(f"{SESSION_DATE}:"):
+            day = line.split(":", 1)[1].strip()
+            digest.said_on = day if parse_formatted(day) else None
             continue
         bullet = _BULLET.match(line)
         if bullet is None and line.endswith(":") and len(line.split()) <= 6:
-            current = line[:-1].strip()
-            digest.sections.setdefault(current, [])
+            heading = line[:-1].strip()
+            dated = _DATED.match(line)
+            said_on = dated[1] if dated and parse_formatted(dated[1]) else None
+            kind = FACT if said_on else _ALIASES.get(heading.lower())
             continue
-        digest.add(current, line[bullet.end() :] if bullet else line)
+        entry = line[bullet.end() :] if bullet else line
+        if kind == QUESTION:
+            digest.questions.append(make_fact(entry, kind=QUESTION))
+        elif kind is not None:
+            digest.facts.add(make_fact(entry, said_on=said_on, kind=kind))
+        else:
+            digest.other.setdefault(heading, []).append(entry)
     return digest
 
 
 class ExtractiveSummarizer:
     """The offline default summarizer: deterministic, no model, no network.
 
-    What it keeps, from the previous summary and the items:
-
-    * the **current objective**: the newest user request (a user message's sentences that
-      are neither chatter, constraints nor questions);
-    * **constraints**: user sentences with must / never / only / prefer / ...;
-    * **decisions**: DECISION items;
-    * **important observations**: HIGH-priority tool observations and HIGH-priority
-      sentences of messages;
-    * **open questions**: questions the user asked (and HIGH-priority assistant questions).
-
-    It drops greetings and acknowledgements, repeated lines, NORMAL and LOW tool output
-    (verbose logs) and the assistant's narration. It fits ``max_tokens`` by dropping whole
-    lines, least essential first (module docstring), never cutting one in half.
+    It keeps what happened (:mod:`memstore.core.facts`): the newest request, the user's
+    constraints, decisions, answered questions and tool results as attributed facts,
+    statements about people, places, dates, numbers, plans and preferences in their own
+    words with the day they were said, and the questions nothing answered. It drops
+    greetings, acknowledgements, repetition and LOW tool output, and fits its budget by
+    dropping whole lines, least informative and oldest first.
 
     Args:
-        max_tokens: Budget of the summary text.
-        estimator: Counts the budget; :class:`~memstore.WordEstimator` by default.
+        max_tokens: A cap on the summary. A compaction gives the summarizer the room its
+            target leaves (in the session's tokens), and the summary fills at most that
+            room, and at most this cap when one is set; called without a room, the
+            summary fits this cap, else :data:`DEFAULT_MAX_TOKENS`.
+        estimator: Counts the cap when the compaction does not pass the session's own
+            count; :class:`~memstore.WordEstimator` by default.
     """
 
     name = "extractive"
 
     def __init__(
-        self, max_tokens: int = DEFAULT_MAX_TOKENS, estimator: TokenEstimator | None = None
+        self, max_tokens: int | None = None, estimator: TokenEstimator | None = None
     ) -> None:
         self.max_tokens = max_tokens
         self.estimator: TokenEstimator = estimator or WordEstimator()
 
-    async def __call__(self, previous_summary: str | None, items: Sequence[MemoryItem]) -> str:
+    async def __call__(
+        self,
+        previous_summary: str | None,
+        items: Sequence[MemoryItem],
+        *,
+        max_tokens: int | None = None,
+        count_tokens: CountTokens | None = None,
+    ) -> str:
         """Return the new summary (the same inputs always give the same text)."""
-        return self.summarize(previous_summary, items)
+        return self.summarize(
+            previous_summary, items, max_tokens=max_tokens, count_tokens=count_tokens
+        )
 
-    def summarize(self, previous_summary: str | None, items: Sequence[MemoryItem]) -> str:
-        """The synchronous core, used by replay's what-if simulation."""
+    def summarize(
+        self,
+        previous_summary: str | None,
+        items: Sequence[MemoryItem],
+        *,
+        max_tokens: int | None = None,
+        count_tokens: CountTokens | None = None,
+    ) -> str:
+        """The synchronous core, used by replay's what-if simulation.
+
+        Args:
+            previous_summary: The summary so far, folded in.
+            items: The items leaving working memory, oldest first.
+            max_tokens: The room the compaction leaves the summary (capped by the
+                summarizer's own ``max_tokens`` when it has one).
+            count_tokens: How that room is counted (default: the summarizer's estimator).
+        """
         digest = parse_summary(previous_summary)
-        for item in items:
-            self._absorb(digest, item)
-        text = digest.render()
-        while self.estimator.count(text) > self.max_tokens and digest.drop_one():
-            text = digest.render()
-        if self.estimator.count(text) > self.max_tokens and digest.objective:
-            digest.objective = None  # only the objective is left and it alone is too long
-            text = digest.render()
+        said_on = digest.said_on or next(
+            (f.said_on for f in reversed(digest.facts.facts) if f.said_on), None
+        )
+        found = extract(items, said_on=said_on, objective=digest.objective)
+        for fact in found.facts:
+            digest.facts.add(fact)
+        known = {q.text.lower() for q in digest.questions}
+        digest.questions += [q for q in found.open_questions if q.text.lower() not in known]
+        digest.objective = found.objective
+        digest.said_on = found.said_on
+        if not digest.render().strip():
+            return SummaryText.nothing()  # nothing worth keeping: an answer, not a failure
+        budget = self.max_tokens if max_tokens is None else max_tokens
+        if self.max_tokens is not None:
+            budget = min(budget if budget is not None else self.max_tokens, self.max_tokens)
+        text = _fit(
+            digest,
+            DEFAULT_MAX_TOKENS if budget is None else budget,
+            count_tokens or self.estimator.count,
+        )
+        # "" when not one line fits the room: the compaction records that it had no summary.
         return text
 
-    def _absorb(self, digest: _Digest, item: MemoryItem) -> None:
-        if item.kind is MemoryKind.DECISION:
-            digest.add("Decisions", item.content)
-            return
-        if item.kind is MemoryKind.TOOL_OBSERVATION:
-            if item.priority is Priority.HIGH:
-                digest.add("Important observations", item.content)
-            return
-        from_user = item.kind is MemoryKind.USER_MESSAGE
-        high = item.priority is Priority.HIGH
-        request: list[str] = []
-        for sentence in _sentences(item.content):
-            if _is_chatter(sentence):
-                continue
-            if sentence.endswith("?"):
-                if from_user or high:
-                    digest.add("Open questions", sentence)
-            elif from_user and _CONSTRAINT.search(sentence):
-                digest.add("Constraints", sentence)
-                request.append(sentence)
-            elif high:
-                digest.add("Important observations", sentence)
-            elif from_user:
-                request.append(sentence)
-        if from_user and request:
-            digest.objective = _clip(" ".join(request))
+
+@dataclass(eq=False)
+class _Line:
+    """One line of the digest while it is fitted: what it is and what keeping it is worth."""
+
+    section: str
+    entry: Any  # the Fact, or a model section's text
+    weight: float
+    position: int
+    words: frozenset[str]
+    cost: int = 0
+
+
+def _fit(digest: Digest, budget: int, count: CountTokens) -> str:
+    """The digest rendered within ``budget`` tokens, whole lines only (module docstring)."""
+    text = digest.render()
+    if count(text) <= budget:
+        return text
+    lines = _lines(digest)
+    for line in lines:  # each line counted once: counting the text per drop is quadratic
+        line.cost = count(f"- {_text(line)}") + 1
+    order = _keep_order(lines)
+    room = budget - count(digest.render_frame())
+    kept, used = set(), 0
+    for line in order:  # strictly in order: a less worthy line never displaces a worthier
+        if used + line.cost > room:
+            break
+        kept.add(id(line))
+        used += line.cost
+    _remove(digest, [line for line in lines if id(line) not in kept])
+    text = digest.render()
+    for line in reversed(order):  # the estimate was short: the least worth goes first
+        if count(text) <= budget:
+            break
+        if id(line) in kept:
+            kept.discard(id(line))
+            _remove(digest, [line])
+            text = digest.render()
+    if count(text) > budget:
+        digest.objective = None  # only the objective is left and it alone is too long
+        text = digest.render()
+    return text
+
+
+def _lines(digest: Digest) -> list[_Line]:
+    lines = [
+        _Line("fact", fact, fact.weight, i, _topic_words(fact.text))
+        for i, fact in enumerate(digest.facts.facts)
+    ]
+    offset = len(lines)
+    lines += [
+        _Line("question", q, q.weight, offset + i, _topic_words(q.text))
+        for i, q in enumerate(digest.questions)
+    ]
+    for heading, entries in digest.other.items():
+        lines += [_Line(heading, e, -math.inf, i, frozenset()) for i, e in enumerate(entries)]
+    return lines
+
+
+def _topic_words(text: str) -> frozenset[str]:
+    """A line's content words, its speaker or subject label left out (every line has one)."""
+    return frozenset(content_words(_LABEL.sub("", text, count=1)))
+
+
+def _text(line: _Line) -> str:
+    return line.entry if isinstance(line.entry, str) else str(line.entry.text)
+
+
+def _keep_order(lines: list[_Line]) -> list[_Line]:
+    """Lines in the order they are worth keeping: greedily, the most said per token, where
+    what a line says is its own weight plus the words it shares with the rest of the
+    digest that no line kept before it holds (what a conversation keeps coming back to is
+    what later questions ask about; a second line on the same words adds little). Among
+    lines alike, the newer first: the oldest goes first."""
+    frequency: dict[str, int] = {}
+    for line in lines:
+        for word in line.words:
+            frequency[word] = frequency.get(word, 0) + 1
+    top = max(frequency.values(), default=1)
+    share = {word: n / top for word, n in frequency.items() if n >= TOPIC_MIN_LINES}
+    newest = max((line.position for line in lines), default=0) or 1
+
+    def worth(line: _Line) -> float:
+        topical = sum(share.get(word, 0.0) for word in line.words)
+        recency = RECENCY_WEIGHT * line.position / newest
+        return (line.weight + TOPIC_WEIGHT * topical + recency) / max(line.cost, 1)
+
+    # Lazy greedy: a line's worth only falls as its words are covered, so a line whose
+    # fresh worth still tops the heap is the best one (no need to re-rate all of them).
+    ranked = [line for line in lines if line.weight > -math.inf]
+    heap = [(-worth(line), -line.position, n) for n, line in enumerate(ranked)]
+    heapq.heapify(heap)
+    order: list[_Line] = []
+    while heap:
+        _, newer, n = heapq.heappop(heap)
+        fresh = worth(ranked[n])
+        if heap and fresh < -heap[0][0]:
+            heapq.heappush(heap, (-fresh, newer, n))
+            continue
+        order.append(ranked[n])
+        for word in ranked[n].words:  # covered: the next line on these words says less
+            if word in share:
+                share[word] *= COVERED
+    # A model's own sections last, the newest of them first.
+    others = [line for line in lines if line.weight == -math.inf]
+    return order + sorted(others, key=lambda line: -line.position)
+
+
+def _remove(digest: Digest, gone: list[_Line]) -> None:
+    facts = {id(line.entry) for line in gone if line.section == "fact"}
+    questions = {id(line.entry) for line in gone if line.section == "question"}
+    digest.facts.discard(facts)
+    digest.questions = [q for q in digest.questions if id(q) not in questions]
+    for heading, entries in digest.other.items():
+        dropped = {line.position for line in gone if line.section == heading}
+        digest.other[heading] = [e for i, e in enumerate(entries) if i not in dropped]

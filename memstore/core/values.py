@@ -378,16 +378,14 @@ class SessionInfo:
         id: The session id.
         version: The event clock (increments with every append and compaction).
         estimator: Name of the estimator that counted it.
-        items_total: Items ever appended.
-        active_items: Items in working memory now.
+        items_total, active_items: Items ever appended; items in working memory now.
         total_tokens: Total estimated tokens (items + 4 each, summary + 12).
         summary_tokens: Tokens of the summary (``None``: no summary).
-        compaction_count: Compactions committed.
-        limits: The limits of the last append.
-        created_at: When the first item arrived.
-        updated_at: When the last change committed.
+        compaction_count, limits: Compactions committed; the limits of the last append.
+        created_at, updated_at: When the first item arrived; when the last change committed.
         parent_id: The session this one was forked from (``None``: not a fork).
         parent_version: The parent's version the fork started at.
+        scope: The long-term scope the session belongs to (``None``: none).
     """
 
     id: str
@@ -403,6 +401,7 @@ class SessionInfo:
     updated_at: datetime
     parent_id: str | None = None
     parent_version: int | None = None
+    scope: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -422,6 +421,7 @@ class SessionInfo:
             "updated_at": self.updated_at.isoformat(),
             "parent_id": self.parent_id,
             "parent_version": self.parent_version,
+            "scope": self.scope,
         }
 
 

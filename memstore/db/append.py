@@ -152,9 +152,15 @@ HANDLE_TURN = (
 
 
 def _create_session(
-    conn: Connection, session_id: str, estimator: str, limits: MemoryLimits, now: datetime
+    conn: Connection,
+    session_id: str,
+    estimator: str,
+    limits: MemoryLimits,
+    now: datetime,
+    scope: str | None = None,
 ) -> None:
-    """``INSERT ... ON CONFLICT DO NOTHING``: two workers may create one session at once."""
+    """``INSERT ... ON CONFLICT DO NOTHING``: two workers may create one session at once.
+    The session's scope is recorded here, once, by its first append."""
     statement = (
         dialect_insert(conn.dialect.name)(sessions)
         .values(
@@ -172,6 +178,7 @@ def _create_session(
             lease_token=0,
             created_at=now,
             updated_at=now,
+            scope=scope,
         )
         .on_conflict_do_nothing()
     )
@@ -183,7 +190,12 @@ def _recorded_estimator(conn: Connection, session_id: str) -> str | None:
 
 
 def append_item(
-    conn: Connection, session_id: str, estimator: str, limits: MemoryLimits, new: NewItem
+    conn: Connection,
+    session_id: str,
+    estimator: str,
+    limits: MemoryLimits,
+    new: NewItem,
+    scope: str | None = None,
 ) -> AppendResult:
     """The statements of one append, in order (see the module docstring).
 
@@ -210,7 +222,7 @@ def append_item(
             raise EstimatorMismatchError(session_id, expected=existing, actual=estimator)
         # No session, or (PostgreSQL, READ COMMITTED) one committed by another worker between
         # the two statements above: create it if it is still missing, then bump again.
-        _create_session(conn, session_id, estimator, limits, now)
+        _create_session(conn, session_id, estimator, limits, now, scope)
         row = conn.execute(BUMP, bump).first()
         if row is None:  # created at the same moment by a worker with another estimator
             existing = _recorded_estimator(conn, session_id)
@@ -326,6 +338,7 @@ def append_items(
     estimator: str,
     limits: MemoryLimits,
     news: Sequence[NewItem],
+    scope: str | None = None,
 ) -> AppendResult:
     """Every item of ``news`` in one transaction, in order (a turn: all or nothing).
 
@@ -336,7 +349,7 @@ def append_items(
     stored: list[AppendResult] = []
     for index, new in enumerate(news):
         try:
-            stored.append(append_item(conn, session_id, estimator, limits, new))
+            stored.append(append_item(conn, session_id, estimator, limits, new, scope))
         except Duplicate as duplicate:
             if index:  # only the first item's key decides: the batch was committed whole
                 raise
@@ -373,7 +386,12 @@ def _insert_values(item: MemoryItem, new: NewItem) -> dict[str, Any]:
 
 
 async def append(
-    db: Database, session_id: str, estimator: str, limits: MemoryLimits, new: NewItem
+    db: Database,
+    session_id: str,
+    estimator: str,
+    limits: MemoryLimits,
+    new: NewItem,
+    scope: str | None = None,
 ) -> AppendResult:
     """Append one item durably; return it with the session's new total.
 
@@ -384,14 +402,26 @@ async def append(
     """
     try:
         return await db.run_write(
-            partial(append_item, session_id=session_id, estimator=estimator, limits=limits, new=new)
+            partial(
+                append_item,
+                session_id=session_id,
+                estimator=estimator,
+                limits=limits,
+                new=new,
+                scope=scope,
+            )
         )
     except Duplicate as duplicate:  # raised inside the transaction: it rolled back
         return duplicate.result
 
 
 async def append_batch(
-    db: Database, session_id: str, estimator: str, limits: MemoryLimits, news: Sequence[NewItem]
+    db: Database,
+    session_id: str,
+    estimator: str,
+    limits: MemoryLimits,
+    news: Sequence[NewItem],
+    scope: str | None = None,
 ) -> AppendResult:
     """Append ``news`` durably in one transaction; return them with the session's new total.
 
@@ -400,7 +430,12 @@ async def append_batch(
         kind or one already answered.
     """
     job = partial(
-        append_items, session_id=session_id, estimator=estimator, limits=limits, news=news
+        append_items,
+        session_id=session_id,
+        estimator=estimator,
+        limits=limits,
+        news=news,
+        scope=scope,
     )
     try:
         return await db.run_write(job)

@@ -37,6 +37,7 @@ ENTRY_COLUMNS = (
     ltm_entries.c.created_at,
     ltm_entries.c.updated_at,
     ltm_entries.c.expires_at,
+    ltm_entries.c.source,
 )
 HISTORY_COLUMNS = (
     ltm_history.c.scope,
@@ -45,11 +46,13 @@ HISTORY_COLUMNS = (
     ltm_history.c.value,
     ltm_history.c.action,
     ltm_history.c.changed_at,
+    ltm_history.c.source,
 )
 
 
-class _LostRace(Exception):
-    """Internal: another writer changed the row between our read and our write; retry."""
+class EntryRaced(Exception):
+    """Another writer changed the row between our read and our write (PostgreSQL): the
+    transaction must roll back and be retried."""
 
 
 def _pk(scope: str, key: str) -> ColumnElement[bool]:
@@ -78,6 +81,7 @@ def _record(
     value: Any,
     action: str,
     changed_at: datetime,
+    source: Any = None,
 ) -> None:
     conn.execute(
         insert(ltm_history).values(
@@ -87,6 +91,7 @@ def _record(
             value=value,
             action=action,
             changed_at=changed_at,
+            source=source,
         )
     )
 
@@ -108,9 +113,67 @@ async def _retrying(db: Database, write: Any) -> Any:
     for _ in range(WRITE_ATTEMPTS):
         try:
             return await db.run_write(write)
-        except _LostRace:
+        except EntryRaced:
             continue
     raise StorageError(f"a long-term write lost {WRITE_ATTEMPTS} races in a row; try again")
+
+
+def write_entry(
+    conn: Connection,
+    scope: str,
+    key: str,
+    value: Any,
+    *,
+    expected_version: int | None,
+    expires_at: datetime | None,
+    now: datetime,
+    source: Any = None,
+) -> dict[str, Any]:
+    """The statements of one set, inside the caller's write transaction; return the record.
+
+    The new version is the previous one + 1; an entry re-created after a delete or an expiry
+    continues from the version its history ended at. An expired row being replaced first gets
+    its ``expire`` record. ``source`` is the version's provenance (``None``: a person or the
+    application wrote it).
+
+    Raises:
+        VersionConflictError: ``expected_version`` is not the live version (0: no live entry).
+        EntryRaced: another writer changed the row meanwhile (roll back and retry).
+    """
+    row = _locked_row(conn, scope, key)
+    live = row is not None and is_live(row.expires_at, now)
+    _check_expected(scope, key, expected_version, row.version if live else 0)
+    if row is None:
+        last = _last_recorded_version(conn, scope, key)
+    elif not live:
+        last = row.version + 1
+        _record(conn, scope, key, last, None, "expire", row.expires_at)
+    else:
+        last = row.version
+    record = {
+        "scope": scope,
+        "key": key,
+        "value": value,
+        "version": last + 1,
+        "created_at": row.created_at if live else now,
+        "updated_at": now,
+        "expires_at": expires_at,
+        "source": source,
+    }
+    if row is None:
+        stmt: Any = (
+            dialect_insert(conn.dialect.name)(ltm_entries).values(**record).on_conflict_do_nothing()
+        )
+    else:
+        stmt = (
+            update(ltm_entries)
+            .where(_pk(scope, key), ltm_entries.c.version == row.version)
+            .values({k: v for k, v in record.items() if k not in ("scope", "key")})
+        )
+    if conn.execute(stmt).rowcount != 1:
+        raise EntryRaced
+    _record(conn, scope, key, record["version"], value, "set", now, source)
+    return record
 
 
 async def set_entry(
@@ -123,52 +186,18 @@ async def set_entry(
     expires_at: datetime | None,
     now: datetime,
 ) -> dict[str, Any]:
-    """Create or replace an entry (one write transaction); return the stored record.
-
-    The new version is the previous one + 1; an entry re-created after a delete or an expiry
-    continues from the version its history ended at. An expired row being replaced first gets
-    its ``expire`` record.
+    """Create or replace an entry as a person or the application (no ``source``), in one
+    write transaction (:func:`write_entry`); return the stored record.
 
     Raises:
         VersionConflictError: ``expected_version`` is not the live version (0: no live entry).
     """
 
     def write(conn: Connection) -> dict[str, Any]:
-        row = _locked_row(conn, scope, key)
-        live = row is not None and is_live(row.expires_at, now)
-        _check_expected(scope, key, expected_version, row.version if live else 0)
-        if row is None:
-            last = _last_recorded_version(conn, scope, key)
-        elif not live:
-            last = row.version + 1
-            _record(conn, scope, key, last, None, "expire", row.expires_at)
-        else:
-            last = row.version
-        record = {
-            "scope": scope,
-            "key": key,
-            "value": value,
-            "version": last + 1,
-            "created_at": row.created_at if live else now,
-            "updated_at": now,
-            "expires_at": expires_at,
-        }
-        if row is None:
-            stmt: Any = (
-                dialect_insert(conn.dialect.name)(ltm_entries)
-                .values(**record)
-                .on_conflict_do_nothing()
-            )
-        else:
-            stmt = (
-                update(ltm_entries)
-                .where(_pk(scope, key), ltm_entries.c.version == row.version)
-                .values({k: v for k, v in record.items() if k not in ("scope", "key")})
-            )
-        if conn.execute(stmt).rowcount != 1:
-            raise _LostRace
-        _record(conn, scope, key, record["version"], value, "set", now)
-        return record
+        return write_entry(
+            conn, scope, key, value, expected_version=expected_version, expires_at=expires_at,
+            now=now,
+        )  # fmt: skip
 
     result: dict[str, Any] = await _retrying(db, write)
     return result
@@ -194,7 +223,7 @@ async def delete_entry(
             return False
         stmt = delete(ltm_entries).where(_pk(scope, key), ltm_entries.c.version == row.version)
         if conn.execute(stmt).rowcount != 1:
-            raise _LostRace
+            raise EntryRaced
         _record(conn, scope, key, row.version + 1, None, "delete", now)
         return True
 

@@ -128,6 +128,7 @@ def row_to_info(row: Row[Any]) -> SessionInfo:
         updated_at=row.updated_at,
         parent_id=row.parent_id,
         parent_version=row.parent_version,
+        scope=row.scope,
     )
 
 

@@ -87,6 +87,7 @@ _ENTRY_TYPES = {
     "created_at": UTCDateTime(),
     "updated_at": UTCDateTime(),
     "expires_at": UTCDateTime(),
+    "source": JSONDocument(),
 }
 
 
@@ -172,7 +173,9 @@ def _entries_sql(dialect: str, scope: SearchScope) -> str:
     where = " AND (e.expires_at IS NULL OR e.expires_at > :now)"
     if scope.scopes is not None:
         where += " AND e.scope IN :scopes"
-    columns = "e.scope, e.key, e.value, e.version, e.created_at, e.updated_at, e.expires_at"
+    columns = (
+        "e.scope, e.key, e.value, e.version, e.created_at, e.updated_at, e.expires_at, e.source"
+    )
     if dialect == "sqlite":
         return (
             f"SELECT {columns}, -bm25(ltm_entries_fts) AS score, "

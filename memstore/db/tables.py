@@ -143,6 +143,9 @@ sessions = Table(
     Column("parent_id", String(128), nullable=True),
     Column("parent_version", Integer, nullable=True),
     Index("ix_sessions_parent_id", "parent_id"),
+    # The long-term scope the session belongs to (migration 0012; NULL: none).
+    Column("scope", String(128), nullable=True),
+    Index("ix_sessions_scope", "scope"),
 )
 
 compactions = Table(
@@ -283,6 +286,9 @@ ltm_entries = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     Column("expires_at", UTCDateTime, nullable=True),
+    # Where this version came from when consolidation wrote it; NULL: a person or the
+    # application wrote it, and consolidation never overwrites it (migration 0012).
+    Column("source", JSONDocument, nullable=True),
     PrimaryKeyConstraint("scope", "key"),
     # `ltm prune` and the visibility filter look for expired rows.
     Index("ix_ltm_entries_expires_at", "expires_at"),
@@ -298,6 +304,7 @@ ltm_history = Table(
     Column("value", JSONDocument, nullable=True),  # NULL for a delete or an expiry
     Column("action", String(16), nullable=False),
     Column("changed_at", UTCDateTime, nullable=False),
+    Column("source", JSONDocument, nullable=True),
     UniqueConstraint("scope", "key", "version"),
 )
 
@@ -319,4 +326,58 @@ input_counts = Table(
     Column("reported_tokens", Integer, nullable=False),
     Column("recorded_at", UTCDateTime, nullable=False),
     Index("ix_input_counts_session_id", "session_id", "id"),
+)
+
+#: One row per committed consolidation run, with its report (migration 0012).
+consolidations = Table(
+    "consolidations",
+    metadata,
+    Column("session_id", String(128), ForeignKey("sessions.id", ondelete="CASCADE")),
+    Column("number", Integer, nullable=False),
+    Column("scope", String(128), nullable=False),
+    Column("extractor", String(200), nullable=False),
+    Column("compaction", Integer, nullable=True),
+    Column("worker", String(300), nullable=False),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("finished_at", UTCDateTime, nullable=False),
+    # What the run consumed and wrote, in tokens: the session's budget is cumulative.
+    Column("source_tokens", Integer, nullable=False),
+    Column("entry_tokens", Integer, nullable=False),
+    Column("report", JSONDocument, nullable=False),
+    PrimaryKeyConstraint("session_id", "number"),
+)
+
+#: One row per item a run consumed: the primary key makes consuming an item twice impossible.
+consolidated_items = Table(
+    "consolidated_items",
+    metadata,
+    Column("session_id", String(128), nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("run", Integer, nullable=False),
+    PrimaryKeyConstraint("session_id", "seq"),
+    ForeignKeyConstraint(
+        ["session_id", "run"],
+        ["consolidations.session_id", "consolidations.number"],
+        name="fk_consolidated_items_run",
+        ondelete="CASCADE",
+    ),
+)
+
+#: Each fact (slot and a digest of its text) a run wrote or left out for its budget: a copy of
+#: the same conversation consolidated again proposes it again, and must write nothing.
+consolidated_facts = Table(
+    "consolidated_facts",
+    metadata,
+    Column("scope", String(128), nullable=False),
+    Column("key", String(256), nullable=False),
+    Column("digest", String(64), nullable=False),
+    Column("session_id", String(128), nullable=False),
+    Column("run", Integer, nullable=False),
+    PrimaryKeyConstraint("scope", "key", "digest"),
+    ForeignKeyConstraint(
+        ["session_id", "run"],
+        ["consolidations.session_id", "consolidations.number"],
+        name="fk_consolidated_facts_run",
+        ondelete="CASCADE",
+    ),
 )

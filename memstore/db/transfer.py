@@ -17,6 +17,7 @@ from sqlalchemy import JSON, Connection, Table, insert, select
 
 from memstore.config import DEFAULT_MAX_ITEM_BYTES
 from memstore.core.carried_items import parse_item
+from memstore.core.ltm_entries import validate_scope
 from memstore.core.tokens import RecordedEstimator
 from memstore.core.validation import (
     check_storable,
@@ -139,6 +140,8 @@ def _check_semantics(kind: str, values: dict[str, Any], where: str) -> None:
             raise ValidationError(f"{where}.parent_id", "a fork names its parent and version")
         if values.get("parent_id") is not None:
             validate_session_id(values["parent_id"], f"{where}.parent_id")
+        if values.get("scope") is not None:
+            validate_scope(values["scope"], f"{where}.scope")
     elif kind == "item":
         role, item_kind = parse_role(values["role"]), parse_kind(values["kind"])
         check_kind_role(item_kind, role)

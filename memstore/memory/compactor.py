@@ -25,9 +25,20 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 from memstore.config import Settings, fault_point
-from memstore.core.policy import CompactionPlan, Snapshot, finish_plan, needs_compaction, start_plan
+from memstore.core.policy import (
+    CompactionPlan,
+    Snapshot,
+    finish_plan,
+    needs_compaction,
+    start_plan,
+)
 from memstore.core.redaction import redact
-from memstore.core.summarizers import Summarizer, summarizer_name
+from memstore.core.summarizers import (
+    Summarizer,
+    summarizer_name,
+    summarizer_options,
+    summary_room,
+)
 from memstore.core.tokens import TokenEstimator
 from memstore.core.values import CompactionReport, MemoryLimits
 from memstore.db import compaction
@@ -246,10 +257,12 @@ class Compactor:
         new_summary, error, seconds, usage = None, None, None, None
         timeout = self._settings.summarizer_timeout_s
         if draft.candidates:
+            room = summary_room(draft.budget, draft.remaining, draft.candidates)
+            options = summarizer_options(self._summarizer, room, self._estimator.count)
             began = time.perf_counter()
             try:
                 new_summary = await asyncio.wait_for(
-                    self._summarizer(snap.summary, draft.candidates), timeout=timeout
+                    self._summarizer(snap.summary, draft.candidates, **options), timeout=timeout
                 )
                 usage = getattr(new_summary, "usage", None)
             except TimeoutError:

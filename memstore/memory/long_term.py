@@ -252,12 +252,26 @@ class LongTermMemory:
         return await ltm_db.prune_expired(self._db, self.clock(), batch=PRUNE_BATCH)
 
     async def memories(
-        self, scopes: Sequence[str], count: CountTokens, budget: int
+        self,
+        scopes: Sequence[str],
+        count: CountTokens,
+        budget: int,
+        *,
+        query: Sequence[str] | None = None,
     ) -> MemoriesBlock | None:
         """The "Relevant memories" message for ``scopes``, within ``budget`` tokens.
 
-        Priority: the order of ``scopes``, then the most recently updated first; entries that
-        do not fit are left out (and their number reported in the message).
+        Priority: the order of ``scopes``, then the most recently updated first. When the
+        entries do not all fit and a ``query`` is given, the entries that best match it come
+        first (full-text search over keys and values), then the others in that order. Entries
+        that do not fit are left out (and their number reported in the message).
+
+        Args:
+            scopes: The scopes, highest priority first.
+            count: The session's token estimator.
+            budget: Tokens the message may use, framing included.
+            query: Words to rank entries by when they do not all fit (already split:
+                :func:`memstore.core.search_terms.search_terms`).
 
         Returns:
             The block, or ``None`` when the scopes hold no live entry or none fits.
@@ -265,11 +279,35 @@ class LongTermMemory:
         scopes = validate_scopes(scopes)
         if not scopes:
             return None
+        now = self.clock()
         records, total = await ltm_db.entries_in_scopes(
-            self._db, scopes, self.clock(), limit=MAX_RENDERED_ENTRIES
+            self._db, scopes, now, limit=MAX_RENDERED_ENTRIES
         )
         entries = [LongTermEntry(**record) for record in records]
-        return fit_memories(entries, total, count, budget) if entries else None
+        if not entries:
+            return None
+        block = fit_memories(entries, total, count, budget)
+        if query and (block is None or block.omitted):
+            entries = await self._by_relevance(entries, scopes, query, now)
+            block = fit_memories(entries, total, count, budget)
+        return block
+
+    async def _by_relevance(
+        self,
+        entries: builtins.list[LongTermEntry],
+        scopes: Sequence[str],
+        query: Sequence[str],
+        now: datetime,
+    ) -> builtins.list[LongTermEntry]:
+        from memstore.core.search_terms import SearchScope
+        from memstore.db import search as search_db
+
+        hits = await search_db.search(
+            self._db, query, SearchScope((), tuple(scopes)), MAX_RENDERED_ENTRIES, now
+        )
+        matched = [hit.entry for hit in hits if hit.entry is not None]
+        chosen = {(entry.scope, entry.key) for entry in matched}
+        return matched + [e for e in entries if (e.scope, e.key) not in chosen]
 
     #: Aliases that read well in agent code.
     remember = set

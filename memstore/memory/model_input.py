@@ -4,12 +4,21 @@ The session handle decides *what* the model may see; this module gathers it and 
 limit between the parts, in this order:
 
 1. the "Relevant memories" message (long-term entries of the handle's scopes), at most
-   ``ltm_budget`` tokens;
+   ``ltm_budget`` tokens. Without an explicit ``ltm_budget`` the message may grow past
+   ``hard - target`` into the room working memory leaves (half of it when recall may need the
+   rest): a fresh session shows more memories. When the entries do not all fit, those that
+   best match the query (or the newest user message) go first (:meth:`LongTermMemory.memories`);
 2. recalled passages (what left working memory and matches the query), at most
-   ``recall_budget`` tokens and never more than the memories left;
+   ``recall_budget`` tokens and never more than the memories left. A scoped session recalls
+   from its scope's other sessions too (:mod:`memstore.memory.cross_session_recall`), and without an
+   explicit ``recall_budget`` its recall may likewise fill the room working memory and the
+   memories leave;
 3. working memory (summary and items) within what remains, through the policy's
    :func:`~memstore.core.policy.bounded_view`, so the whole input stays within the hard limit
    even while another worker is mid-compaction.
+
+Working memory keeps its place: memories and recall grow only into room it does not use, so
+neither ever pushes a current item out of the view beyond ``hard - target`` tokens each.
 
 Rendering (labels, fences, Responses messages) is :mod:`memstore.render`; the search is
 :mod:`memstore.db.search`.
@@ -39,6 +48,7 @@ from memstore.render.recall import (
 if TYPE_CHECKING:
     from memstore.db import Database
     from memstore.memory.long_term import LongTermMemory, MemoriesBlock
+    from memstore.render.scope_recall import ScopeRecallBlock
 
 
 @dataclass(frozen=True)
@@ -54,6 +64,10 @@ class InputSources:
     recall_budget: int | None
     long_term: Callable[[], LongTermMemory]
     snapshot: Callable[[], Awaitable[Snapshot | None]]
+    #: The long-term scope the session belongs to: recall spans its sessions.
+    scope: str | None = None
+    #: ``ltm_budget`` was given: the memories never grow past it.
+    fixed_ltm_budget: bool = True
 
 
 async def assemble(sources: InputSources, recall: str | None) -> list[dict[str, Any]]:
@@ -64,15 +78,46 @@ async def assemble(sources: InputSources, recall: str | None) -> list[dict[str, 
     """
     terms = None if recall is None else search_terms(recall, "recall")
     snap = await sources.snapshot()
+    hard = sources.limits.hard
+    free = hard - min(hard, 0 if snap is None else snap.total_tokens)
+    query = terms
+    if query is None and snap is not None:
+        newest = recall_query(snap.items)
+        query = None if newest is None else search_terms(newest)
+    recalls = terms is not None or sources.recall_budget is not None
+    may_recall = recalls and (
+        sources.scope is not None or (snap is not None and snap.compaction_count > 0)
+    )
     memories = None
     if sources.ltm_scopes:
+        budget = sources.ltm_budget
+        if not sources.fixed_ltm_budget:
+            budget = max(budget, free // 2 if may_recall else free)
         memories = await sources.long_term().memories(
-            sources.ltm_scopes, sources.count, sources.ltm_budget
+            sources.ltm_scopes, sources.count, min(budget, hard), query=query
         )
-    if snap is None:
+    room = hard - (0 if memories is None else memories.tokens)
+    if sources.scope is not None:
+        from memstore.memory.cross_session_recall import ScopedHandle, scoped_recall
+
+        handle = ScopedHandle(
+            sources.database,
+            sources.session_id,
+            sources.scope,
+            sources.limits,
+            sources.count,
+            sources.recall_budget,
+        )
+        spare = free - (0 if memories is None else memories.tokens)
+        recalled: RecallBlock | ScopeRecallBlock | None = await scoped_recall(
+            handle, snap, terms, memories, room, spare
+        )
+    elif snap is None:
         return [] if memories is None else [memories.message]
-    room = sources.limits.hard - (0 if memories is None else memories.tokens)
-    recalled = await _recall(sources, snap, terms, memories, room)
+    else:
+        recalled = await _recall(sources, snap, terms, memories, room)
+    if snap is None:
+        return [block.message for block in (memories, recalled) if block is not None]
     budget = room - (0 if recalled is None else recalled.tokens)
     kept, summary = bounded_view(snap, sources.limits, sources.count, budget)
     return build_input(

@@ -12,11 +12,8 @@ A compaction that fails after the append committed is logged, not raised: the it
 stored (raising would invite a duplicate retry), ``build_model_input`` stays bounded, and
 the next append tries again.
 
-A handle opened with ``ltm_scopes`` adds the "Relevant memories" message (long-term entries,
-``memstore.memory.long_term``) to its model input, right after the summary. Its tokens count
-against the hard limit: the message gets at most ``ltm_budget`` tokens and working memory the rest.
-One opened with ``recall_budget`` likewise adds the passages of its own history that best match the
-newest user message (:mod:`memstore.render.recall`).
+The model input (``ltm_scopes``' memories, recalled passages, working memory, all within the
+hard limit) is :mod:`memstore.memory.model_input`'s; a ``scope``, :mod:`memstore.memory.scoped`'s.
 """
 
 from __future__ import annotations
@@ -27,7 +24,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memstore.config import fault_point
-from memstore.core.ltm_entries import memory_budget, validate_scopes
+from memstore.core.ltm_entries import memory_budget
 from memstore.core.policy import CompactionPlan, Snapshot
 from memstore.core.search_terms import SearchHit, SearchScope, search_terms, validate_limit
 from memstore.core.summarizers import Summarizer
@@ -59,11 +56,13 @@ from memstore.errors import (
 from memstore.memory.compactor import Compactor
 from memstore.memory.item_batch import new_items
 from memstore.memory.model_input import InputSources, assemble
+from memstore.memory.scoped import Consolidating
 from memstore.memory.worker import Worker, new_handle_id
 
 if TYPE_CHECKING:
     from memstore.config import Settings
     from memstore.db import Database
+    from memstore.memory.consolidation import Extractor
     from memstore.memory.long_term import LongTermMemory
 
 
@@ -72,7 +71,7 @@ log = logging.getLogger("memstore")
 Observer = Callable[[CompactionReport], Any]
 
 
-class SessionMemory:
+class SessionMemory(Consolidating):
     """One session's working memory, as seen by one worker.
 
     Stateless beyond its configuration: every call reads or writes the database, so handles in
@@ -94,22 +93,26 @@ class SessionMemory:
         ltm_budget: int | None = None,
         recall_budget: int | None = None,
         handle: str | None = None,
+        scope: str | None = None,
+        consolidate: bool = True,
+        extractor: Extractor | None = None,
     ) -> None:
         self.session_id = session_id
         self.handle = new_handle_id() if handle is None else validate_handle(handle)
+        self.scope, self.extractor = self.scoping(scope, extractor)
         self.settings = settings
         self.worker = worker
         self._long_term = long_term
         self.limits = limits
         self.estimator = estimator
         self.summarizer = summarizer
-        self.ltm_scopes = validate_scopes(ltm_scopes)
+        self.ltm_scopes = self.scoped_ltm_scopes(ltm_scopes)
         self.ltm_budget = memory_budget(ltm_budget, limits)
         #: Set: every model input recalls (``None``: only when asked, with the default).
         self.recall_budget = (
             None if recall_budget is None else memory_budget(recall_budget, limits, "recall_budget")
         )
-        self._observers: list[Observer] = []
+        self._observers: list[Observer] = self.scope_observers(consolidate)
         self._db = database
         self._compactor = Compactor(
             database=database,
@@ -132,6 +135,8 @@ class SessionMemory:
             recall_budget=self.recall_budget,
             long_term=long_term,
             snapshot=self._snapshot_checked,
+            scope=self.scope,
+            fixed_ltm_budget=ltm_budget is not None,
         )
 
     @property
@@ -186,7 +191,7 @@ class SessionMemory:
             handle=self.handle,
         )
         result = await appends.append(
-            self._db, self.session_id, self.estimator.name, self.limits, new
+            self._db, self.session_id, self.estimator.name, self.limits, new, self.scope
         )
         await self._after_append(result)
         return result.item
@@ -230,7 +235,7 @@ class SessionMemory:
         if not news:
             return []
         result = await appends.append_batch(
-            self._db, self.session_id, self.estimator.name, self.limits, news
+            self._db, self.session_id, self.estimator.name, self.limits, news, self.scope
         )
         await self._after_append(result)
         return list(result.items)

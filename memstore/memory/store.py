@@ -10,9 +10,8 @@ import functools
 import os
 import socket
 import uuid
-from collections.abc import Generator, Iterable, Mapping
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
-from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +25,7 @@ from memstore.core.values import (
 from memstore.db import Database, open_database, reads
 from memstore.db.migrate import ensure_schema
 from memstore.errors import CorruptDatabaseError, SessionNotFoundError
+from memstore.memory.history_actions import HistoryActions
 
 # What a method needs only when it runs is imported there: a CLI command (``memstore show``)
 # loads the store without the compaction machinery, replay, audits or long-term memory.
@@ -37,11 +37,12 @@ if TYPE_CHECKING:
     from memstore.core.tokens import TokenEstimator
     from memstore.db.engine import AsyncEngine
     from memstore.db.lease import LeaseHolder
+    from memstore.memory.consolidation import Extractor
     from memstore.memory.long_term import LongTermMemory
     from memstore.memory.session import SessionMemory
 
 
-class MemoryStore:
+class MemoryStore(HistoryActions):
     """A memstore database: many sessions, shared safely by many processes.
 
     Open with ``store = await MemoryStore.open(url_or_path)`` or
@@ -148,6 +149,9 @@ class MemoryStore:
         ltm_budget: int | None = None,
         recall_budget: int | None = None,
         handle: str | None = None,
+        scope: str | None = None,
+        consolidate: bool = True,
+        extractor: Extractor | None = None,
     ) -> SessionMemory:
         """A handle on one session; the session is created by its first append.
 
@@ -166,6 +170,11 @@ class MemoryStore:
             handle: The handle's id, recorded on every item it adds (a fresh one by
                 default): give the same id to handles that stand for one writer (one agent
                 run reopened on another event loop); see :mod:`memstore.core.turns`.
+            scope: The long-term scope the session belongs to (``user:alice``), recorded by
+                its first append: its entries come first among the memories, its recall spans
+                the scope's sessions, and ``consolidate()`` writes there.
+            consolidate: For a scoped session, also consolidate what each compaction removes.
+            extractor: Finds facts for consolidation (default: the offline extractor).
 
         Raises:
             ValidationError: a bad session id, scope or handle; ``ltm_budget`` or
@@ -188,6 +197,9 @@ class MemoryStore:
             ltm_budget=ltm_budget,
             recall_budget=recall_budget,
             handle=handle,
+            scope=scope,
+            consolidate=consolidate,
+            extractor=extractor,
         )
 
     async def attach(
@@ -217,6 +229,8 @@ class MemoryStore:
             summarizer=summarizer,
             ltm_scopes=ltm_scopes,
             recall_budget=recall_budget,
+            scope=info.scope,
+            consolidate=False,
         )
 
     async def search(
@@ -316,62 +330,6 @@ class MemoryStore:
         from memstore.db.history import load_history
 
         return await load_history(self._db, validate_session_id(session_id))
-
-    async def export_session(self, session_id: str) -> list[dict[str, Any]]:
-        """The session's rows as JSON-ready records (write one per line for JSON Lines).
-
-        Raises:
-            SessionNotFoundError: no such session.
-        """
-        from memstore.db import transfer
-
-        return await transfer.export_records(self._db, validate_session_id(session_id))
-
-    async def import_session(self, records: Iterable[Mapping[str, Any]]) -> str:
-        """Insert an exported session, in one transaction; return its id.
-
-        Raises:
-            ValidationError: a malformed record (nothing written).
-            ConflictError: a session with that id exists here already (nothing written).
-        """
-        from memstore.db import transfer
-
-        return await transfer.import_records(self._db, records)
-
-    async def prune(
-        self,
-        session_id: str,
-        *,
-        before_version: int | None = None,
-        before: datetime | None = None,
-    ) -> tuple[int, int]:
-        """Delete compactions committed before a version (or time) and the items they removed.
-
-        The working memory is untouched and the remaining history still replays and verifies.
-
-        Returns:
-            (compactions deleted, items deleted).
-        """
-        from memstore.db import prune as pruning
-
-        return await pruning.prune(
-            self._db,
-            validate_session_id(session_id),
-            before_version=before_version,
-            before_time=before,
-        )
-
-    async def purge(self, session_id: str, *, with_forks: bool = False) -> int:
-        """Delete a session and its whole history; return how many items were deleted.
-
-        Raises:
-            ForkedHistoryError: forks hold copies of its history (nothing deleted), unless
-                ``with_forks`` deletes them too.
-        """
-        from memstore.db import prune as pruning
-
-        sid = validate_session_id(session_id)
-        return await pruning.purge(self._db, sid, with_forks=with_forks)
 
     async def fork(
         self, session_id: str, new_session_id: str, *, at: int | None = None, **handle: Any

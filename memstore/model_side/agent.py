@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memstore.core.carried_items import KNOWN_TYPES
+from memstore.core.ltm_entries import DEFAULT_SCOPE
 from memstore.core.summarizers import Summarizer
 from memstore.core.tokens import TokenEstimator, estimator_from_name
 from memstore.core.values import (
@@ -79,6 +80,7 @@ from memstore.model_side.openai_call import (
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
+    from memstore.core.consolidation_report import ConsolidationReport
     from memstore.memory.store import MemoryStore
 
 log = logging.getLogger("memstore.model_side.agent")
@@ -218,6 +220,8 @@ class Agent:
         room for the instructions and the tool schemas. An existing session keeps its
         estimator (unless given); a new one counts with tiktoken. The summarizer defaults to
         an :class:`~memstore.OpenAISummarizer` on the same client and model.
+        Unless ``scope`` is ``global`` the session belongs to it: it recalls from the scope's
+        other sessions, and :meth:`end` consolidates it into the scope.
 
         Args:
             context_window: The model's window, in tokens (for a model the table lacks).
@@ -254,6 +258,7 @@ class Agent:
                 summarizer=summarizer,
                 ltm_scopes=[scope],
                 recall_budget=chosen.hard - chosen.target if recall else None,
+                scope=None if scope == DEFAULT_SCOPE else scope,
             )
             return cls(client, memory, model=model, scope=scope, **options)
 
@@ -273,6 +278,11 @@ class Agent:
             estimator=counter,
         )
         return build(chosen)
+
+    async def end(self) -> ConsolidationReport | None:
+        """The conversation ended: consolidate it into the session's scope (``None``: the
+        session belongs to none)."""
+        return None if self.memory.scope is None else await self.memory.consolidate()
 
     async def run_turn(self, text: str) -> TurnResult:
         """One user turn: append it, run the model (and its tools), append the reply.

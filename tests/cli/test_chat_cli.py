@@ -139,7 +139,8 @@ def test_compactions_are_shown_as_they_happen(
     out = result.stdout
     assert "⟳ compaction #1:" in out and "summarized" in out
     assert "summarizer used" in out  # the OpenAI summarizer's usage, from the stand-in
-    assert "summary: Current objective:" in out  # /memory
+    # /memory: the user's rules are the summary's constraints
+    assert "summary: Constraints:\n- Step " in out and "must never run on Fridays" in out
     assert "not a turn" not in out  # /exit ended the input
     summary_requests = [b for b in standin.bodies if is_summary_request(b)]
     assert summary_requests

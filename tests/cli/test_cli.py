@@ -50,7 +50,7 @@ def test_show_human_output(db_path: Path) -> None:
     result = invoke("--db", str(db_path), "show", "inc-1")
     assert result.exit_code == 0
     assert "summary" in result.output and "active items" in result.output
-    assert "hard 480" in result.output
+    assert "hard 440" in result.output
     assert "forgotten items" not in result.output
     full = invoke("--db", str(db_path), "show", "inc-1", "--all", "--full")
     assert (

@@ -9,6 +9,7 @@ from pathlib import Path
 from conftest import memstore_cli
 
 from memstore import MemoryLimits, MemoryStore, WordEstimator
+from memstore.render.recall import RECALL_OPEN
 
 
 def write_history(path: Path) -> None:
@@ -21,6 +22,7 @@ def write_history(path: Path) -> None:
             await memory.add("user", "Plan the trip to Norway.")
             await memory.add("user", "The ferry to Bergen leaves from pier 7.")
             await memory.add("user", "Book a hotel near the harbour too.")
+            await memory.add("tool", "Harbour webcam log: quay 12 camera online.", priority="LOW")
             for i in range(60):
                 await memory.add("assistant", f"noted, turn {i}")
             await store.session("other", estimator=WordEstimator()).add("user", "Bergen rain")
@@ -58,10 +60,15 @@ def test_json_and_filters(db_path: Path) -> None:
 def test_input_recalls_on_request(db_path: Path) -> None:
     write_history(db_path)
     plain = json.loads(memstore_cli(db_path, "input", "trip").stdout)
-    assert not any("pier 7" in message["content"] for message in plain)
-    recalled = json.loads(memstore_cli(db_path, "input", "trip", "--recall", "Bergen pier").stdout)
+    # The ferry is a fact the summary keeps; the LOW webcam log was dropped as noise.
+    assert any("pier 7" in message["content"] for message in plain)
+    assert not any("quay 12" in message["content"] for message in plain)
+    recalled = json.loads(memstore_cli(db_path, "input", "trip", "--recall", "webcam quay").stdout)
     assert any(
-        message["role"] == "developer" and "pier 7" in message["content"] for message in recalled
+        message["role"] == "developer"
+        and RECALL_OPEN in message["content"]
+        and "quay 12" in message["content"]
+        for message in recalled
     )
     blank = memstore_cli(db_path, "input", "trip", "--recall", " ")
     assert blank.returncode == 2 and "--recall" in blank.stderr

@@ -43,6 +43,9 @@ TABLES = {
     "ltm_entries",
     "ltm_history",
     "input_counts",
+    "consolidations",
+    "consolidated_items",
+    "consolidated_facts",
 }
 
 

@@ -16,6 +16,7 @@ WRITES = [
     ("remember", {"key": "k", "value": "v"}),
     ("forget", {"key": "editor"}),
     ("append_to_session", {"session_id": "incident-42", "content": "more", "role": "user"}),
+    ("consolidate", {"session_id": "incident-42"}),
 ]
 
 

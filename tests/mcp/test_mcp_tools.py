@@ -15,7 +15,7 @@ from conftest import mcp_client, new_session_limits, table_counts, tool_text
 from memstore import MemoryLimits, MemoryStore
 from memstore.render.input import MEMORIES_CLOSE, TOOL_LABEL, memories_message
 
-WRITING = {"remember", "forget", "append_to_session"}
+WRITING = {"remember", "forget", "append_to_session", "consolidate"}
 ALL_TOOLS = WRITING | {
     "recall",
     "list_memories",
@@ -212,3 +212,25 @@ async def test_a_missing_session_is_a_tool_error(store: MemoryStore) -> None:
         for tool in ("show_session", "build_model_input", "compaction_reports"):
             result = await client.call_tool(tool, {"session_id": "nobody"})
             assert result.is_error and tool_text(result) == "session 'nobody' does not exist"
+
+
+async def test_consolidate_writes_the_pinned_scope_with_provenance(any_store: MemoryStore) -> None:
+    turns = [
+        "My sister Maria moved to Lisbon last month and she works as a nurse there.",
+        "I am flying to Lisbon on March 14 to see her, and I love the food there.",
+        "I adopted a beagle named Biscuit in January and he loves the beach.",
+        "Nothing much else happened this week, we mostly talked about the weather again.",
+        "Nothing much else happened last week either, we mostly talked about the weather.",
+    ]
+    async with mcp_client(any_store, scope="user:alice") as client:
+        for text in turns:
+            await call(client, "append_to_session", session_id="chat-1", content=text, role="user")
+        preview = json.loads(await call(client, "consolidate", session_id="chat-1", dry_run=True))
+        done = json.loads(await call(client, "consolidate", session_id="chat-1"))
+        again = json.loads(await call(client, "consolidate", session_id="chat-1"))
+    assert preview["dry_run"] and preview["written"] == done["written"] >= 1
+    assert done["scope"] == "user:alice" and done["number"] == 1
+    assert again["number"] is None and again["proposed"] == 0
+    entries = await any_store.ltm.list(scope="user:alice")
+    assert len(entries) == done["written"]
+    assert all(e.source is not None and e.source["session"] == "chat-1" for e in entries)

@@ -17,7 +17,7 @@ from typing import Any
 
 from memstore.adapters.mcp.render import as_json, counted, memories_view, reports_view, session_view
 from memstore.core.ltm_entries import DEFAULT_SCOPE, validate_scope
-from memstore.core.tokens import TokenEstimator
+from memstore.core.tokens import RecordedEstimator, TokenEstimator
 from memstore.core.values import CompactionReport, MemoryKind, MemoryRole, Priority
 from memstore.errors import SessionNotFoundError, ValidationError
 from memstore.memory.session import SessionMemory
@@ -209,6 +209,21 @@ class McpTools:
         """``memory.reports``: every compaction report, oldest first."""
         return reports_view(await (await self.store.attach(session_id)).reports())
 
+    async def consolidate(self, session_id: str, dry_run: bool = False) -> str:
+        """``memory.consolidate``: distil the session into long-term entries of its scope
+        (a session that recorded none goes to the pinned scope); the run's report as JSON."""
+        info = await self.store.session_info(session_id)
+        scope = self.confined(info.scope or self.pinned or DEFAULT_SCOPE)
+        memory = self.store.session(
+            session_id,
+            limits=info.limits,
+            estimator=RecordedEstimator(info.estimator),
+            scope=scope,
+            consolidate=False,
+        )
+        report = await memory.consolidate(dry_run=bool(dry_run))
+        return as_json(None if report is None else report.to_dict())
+
     # -- the list ------------------------------------------------------------------------
 
     def tools(self) -> list[Tool]:
@@ -318,6 +333,24 @@ class McpTools:
                 "A session's totals and limits, its summary and its active items.",
                 _object({"session_id": SESSION_ID}, "session_id"),
                 self.show_session,
+            ),
+            Tool(
+                "consolidate",
+                "Distil what a session said (facts, preferences, decisions) into long-term "
+                "memories of its scope, each naming its source; facts already known, and "
+                "memories a person set, are left alone. Returns what it wrote and skipped.",
+                _object(
+                    {
+                        "session_id": SESSION_ID,
+                        "dry_run": {
+                            "type": "boolean",
+                            "description": "Only report what it would write.",
+                        },
+                    },
+                    "session_id",
+                ),
+                self.consolidate,
+                record_as=write,
             ),
             Tool(
                 "compaction_reports",

@@ -1,0 +1,350 @@
+"""Consolidation: distil what a session said into long-term entries of its scope.
+
+``await memory.consolidate()`` (and, for a scoped session, every compaction) runs one
+consolidation of the session, in this order, with no transaction open between the steps:
+
+1. take the session's lease, the one compactions take (waiting for a compaction that holds
+   it, up to :data:`LEASE_WAIT_S_FACTOR` lease times), and keep it alive with a heartbeat;
+2. read the items no earlier run consumed (after a compaction: only those that left working
+   memory);
+3. extract facts from them (:data:`Extractor`: the offline :class:`OfflineExtractor` by
+   default, or a model's);
+4. read what the slots those facts name hold, and decide each fact's fate
+   (:func:`memstore.core.slots.decide`: people win, nothing twice, newer supersedes older,
+   at most a fifth of the tokens consumed);
+5. commit the entries, the run's report and the record of what it consumed in one
+   transaction, fenced by the lease (:func:`memstore.db.consolidation_runs.commit_run`); if a
+   person wrote a slot meanwhile, plan again from step 4.
+
+A dry run stops after step 4 and writes nothing (it takes no lease). A run with nothing new
+to consume writes nothing at all, so consolidating twice is a no-op.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import functools
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
+
+from memstore.config import Settings
+from memstore.core.consolidation_report import ConsolidationReport
+from memstore.core.facts import QUESTION, Fact, extract_facts
+from memstore.core.slots import (
+    FactLike,
+    budget_for,
+    decide,
+    fact_slot,
+    provenance,
+)
+from memstore.core.values import ITEM_OVERHEAD_TOKENS, MemoryItem
+from memstore.db import consolidation_runs as runs
+from memstore.db.engine import Database
+from memstore.db.lease import Lease, LeaseHolder, acquire_lease, release_lease
+from memstore.db.reads import utcnow
+from memstore.errors import (
+    LeaseHeldError,
+    SessionNotFoundError,
+    StorageError,
+    ValidationError,
+)
+from memstore.memory.compactor import Heartbeat
+from memstore.memory.worker import Worker
+
+#: How long an asked-for run waits for a compaction (or another run) holding the lease: a
+#: compaction takes well under a lease time, and a dead holder's lease expires within one.
+LEASE_WAIT_S_FACTOR = 2.0
+#: Polling interval while waiting for the lease.
+LEASE_POLL_S = 0.05
+#: Plans one run may make when people keep writing its slots under it.
+MAX_PLANS = 3
+
+CountTokens = Callable[[str], int]
+
+
+class Extractor(Protocol):
+    """Finds facts in items: ``await extractor(items)`` returns objects with the fields of
+    :class:`~memstore.core.facts.Fact` (subject, attribute, text, seqs, said_on, weight);
+    ``name`` is recorded as each entry's extractor."""
+
+    name: str
+
+    def __call__(self, items: Sequence[MemoryItem]) -> Awaitable[Sequence[FactLike]]: ...
+
+
+class OfflineExtractor:
+    """The offline extractor: :func:`memstore.core.facts.extract_facts`, deterministic, no
+    model, the same extraction the offline summary uses. Open questions are not facts and
+    are left out; a fact with no date of its own is dated by the items it came from."""
+
+    name = "extractive"
+
+    async def __call__(self, items: Sequence[MemoryItem]) -> list[Fact]:
+        """The facts the items state (the same items always give the same facts)."""
+        when = {item.seq: item.timestamp for item in items}
+        out = []
+        for fact in extract_facts(items):
+            if fact.kind == QUESTION:
+                continue
+            if fact.said_on is None and fact.seqs:
+                said = max(when[seq] for seq in fact.seqs if seq in when).isoformat()
+                fact = dataclasses.replace(fact, said_on=said)
+            out.append(fact)
+        return out
+
+
+class Consolidator:
+    """Runs consolidations of one session for its handle.
+
+    Args:
+        database: The store's database.
+        settings: Store settings (the lease length).
+        worker: Who runs it (lease owner).
+        session_id: The session.
+        scope: The scope the handle was opened with (``None``: the session's recorded one).
+        count: The session's token estimator.
+        extractor: Finds the facts.
+    """
+
+    def __init__(
+        self,
+        *,
+        database: Database,
+        settings: Settings,
+        worker: Worker,
+        session_id: str,
+        scope: str | None,
+        count: CountTokens,
+        extractor: Extractor,
+    ) -> None:
+        self._db = database
+        self._settings = settings
+        self._worker = worker
+        self._session_id = session_id
+        self._scope = scope
+        self._count = count
+        self.extractor = extractor
+
+    async def run(
+        self,
+        *,
+        dry_run: bool = False,
+        forgotten_only: bool = False,
+        compaction: int | None = None,
+        wait: bool = True,
+    ) -> ConsolidationReport | None:
+        """One run (module docstring).
+
+        Args:
+            dry_run: Decide, report, write nothing.
+            forgotten_only: Consume only items that left working memory (after a compaction).
+            compaction: The compaction that triggered the run, for provenance.
+            wait: Wait for a lease another worker holds (else return ``None`` at once).
+
+        Returns:
+            The report (``number`` is ``None`` when nothing was committed); ``None`` when
+            ``wait`` is false and another worker holds the lease.
+
+        Raises:
+            SessionNotFoundError: no such session.
+            ValidationError: the session has no scope (``scope``), or another than the
+                handle's.
+            LeaseHeldError: another worker kept the lease past the wait.
+        """
+        scope = await self._resolve_scope()
+        if dry_run:
+            pending = await runs.unconsumed_items(
+                self._db, self._session_id, forgotten_only=forgotten_only
+            )
+            return await self._plan(scope, pending, compaction, dry_run=True)
+        lease = await self._take_lease(wait)
+        if lease is None:
+            return None
+        owner = self._worker.id
+        committed = False
+        try:
+            async with Heartbeat(
+                self._db, self._session_id, owner, lease.token, self._settings.lease_s
+            ) as heartbeat:
+                report = await heartbeat.guard(
+                    self._consume(scope, owner, lease, forgotten_only, compaction)
+                )
+                committed = report.number is not None
+        finally:
+            if not committed:
+                with contextlib.suppress(StorageError):  # it expires anyway
+                    await release_lease(self._db, self._session_id, owner, lease.token)
+        return report
+
+    async def reports(self) -> list[ConsolidationReport]:
+        """Every committed run of the session, oldest first."""
+        return [
+            ConsolidationReport.from_dict(record)
+            for record in await runs.run_reports(self._db, self._session_id)
+        ]
+
+    async def _resolve_scope(self) -> str:
+        found, recorded = await runs.session_scope(self._db, self._session_id)
+        if not found:
+            raise SessionNotFoundError(self._session_id)
+        if self._scope is not None and recorded is not None and recorded != self._scope:
+            raise ValidationError(
+                "scope",
+                f"session {self._session_id!r} belongs to {recorded!r}, not {self._scope!r}",
+            )
+        scope = recorded or self._scope
+        if scope is None:
+            raise ValidationError(
+                "scope",
+                f"session {self._session_id!r} belongs to no scope: open it with "
+                "store.session(id, scope='user:...') to consolidate it",
+            )
+        return scope
+
+    async def _take_lease(self, wait: bool) -> Lease | None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._settings.lease_s * LEASE_WAIT_S_FACTOR
+        while True:
+            taken = await acquire_lease(
+                self._db, self._session_id, self._worker.id, self._settings.lease_s
+            )
+            if taken is None:
+                raise SessionNotFoundError(self._session_id)
+            if isinstance(taken, Lease):
+                return taken
+            if not wait:
+                return None
+            if loop.time() >= deadline:
+                raise _held(self._session_id, taken)
+            await asyncio.sleep(LEASE_POLL_S)
+
+    async def _consume(
+        self,
+        scope: str,
+        owner: str,
+        lease: Lease,
+        forgotten_only: bool,
+        compaction: int | None,
+    ) -> ConsolidationReport:
+        pending = await runs.unconsumed_items(
+            self._db, self._session_id, forgotten_only=forgotten_only
+        )
+        facts = await self.extractor(pending) if pending else []
+        for _attempt in range(MAX_PLANS):
+            report = await self._decide(scope, pending, facts, compaction, dry_run=False)
+            if not pending:
+                return report
+            record = runs.RunRecord(
+                session_id=self._session_id,
+                scope=scope,
+                owner=owner,
+                lease_token=lease.token,
+                extractor=self.extractor.name,
+                compaction=compaction,
+                worker=report.worker,
+                started_at=report.started_at,
+                finished_at=utcnow(),
+                seqs=report.items,
+                source_tokens=report.source_tokens,
+                entry_tokens=report.entry_tokens,
+            )
+            sources = _sources(self._session_id, report, pending)
+            try:
+                number = await runs.commit_run(
+                    self._db,
+                    record,
+                    report.decisions,
+                    sources,
+                    functools.partial(_stored_report, report),
+                )
+            except runs.RunConflict:
+                continue
+            return _numbered(report, number)
+        raise StorageError(
+            f"consolidation of {self._session_id!r}: long-term entries kept changing under it"
+        )
+
+    async def _plan(
+        self,
+        scope: str,
+        pending: Sequence[MemoryItem],
+        compaction: int | None,
+        *,
+        dry_run: bool,
+    ) -> ConsolidationReport:
+        facts = await self.extractor(pending) if pending else []
+        return await self._decide(scope, pending, facts, compaction, dry_run=dry_run)
+
+    async def _decide(
+        self,
+        scope: str,
+        pending: Sequence[MemoryItem],
+        facts: Sequence[FactLike],
+        compaction: int | None,
+        *,
+        dry_run: bool,
+    ) -> ConsolidationReport:
+        started = utcnow()
+        keys = [fact_slot(fact) for fact in facts]
+        slots = await runs.slot_states(self._db, scope, keys, started)
+        source_tokens = sum(item.estimated_tokens + ITEM_OVERHEAD_TOKENS for item in pending)
+        # Cumulative over the session's runs: what a compaction's small batch could not
+        # afford, the next run (or the end of the conversation) may.
+        consumed, written = await runs.session_totals(self._db, self._session_id)
+        budget = max(0, budget_for(consumed + source_tokens) - written)
+        decisions = decide(facts, slots, budget=budget, count=self._count)
+        return ConsolidationReport(
+            session_id=self._session_id,
+            scope=scope,
+            number=None,
+            dry_run=dry_run,
+            extractor=self.extractor.name,
+            compaction=compaction,
+            items=tuple(item.seq for item in pending),
+            source_tokens=source_tokens,
+            budget=budget,
+            decisions=tuple(decisions),
+            started_at=started,
+            finished_at=utcnow(),
+            worker=f"{self._worker.host}:{os.getpid()}",
+        )
+
+
+def _stored_report(report: ConsolidationReport, number: int) -> dict[str, Any]:
+    return _numbered(report, number).to_dict()
+
+
+def _numbered(report: ConsolidationReport, number: int) -> ConsolidationReport:
+    return dataclasses.replace(report, number=number)
+
+
+def _sources(
+    session_id: str, report: ConsolidationReport, pending: Sequence[MemoryItem]
+) -> dict[str, dict[str, Any]]:
+    removed_by = {item.seq: item.removed_by for item in pending}
+    out: dict[str, dict[str, Any]] = {}
+    for decision in report.decisions:
+        if decision.writes:
+            compactions = [removed_by.get(seq) for seq in decision.seqs]
+            known = [number for number in compactions if number is not None]
+            out[decision.key] = provenance(
+                session_id,
+                decision,
+                run=None,
+                compaction=max(known) if known else report.compaction,
+                extractor=report.extractor,
+            )
+    return out
+
+
+def _held(session_id: str, holder: LeaseHolder) -> LeaseHeldError:
+    return LeaseHeldError(
+        session_id,
+        holder=holder.owner,
+        host=holder.host,
+        pid=holder.pid,
+        expires_in=holder.expires_in,
+    )

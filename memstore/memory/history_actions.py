@@ -1,0 +1,113 @@
+"""What a store does to a session's recorded history as a whole: export it, import it, prune
+or purge it, and find the long-term entries consolidated from it.
+
+A base of :class:`~memstore.memory.store.MemoryStore` (the attributes below are the store's).
+Deleting history is an explicit operator action; the entries consolidation derived from it are
+the user's long-term memory now, so they stay unless ``with_derived`` deletes them too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from memstore.core.validation import validate_session_id
+from memstore.errors import VersionConflictError
+
+if TYPE_CHECKING:
+    from memstore.core.ltm_entries import LongTermEntry
+    from memstore.db import Database
+    from memstore.memory.long_term import LongTermMemory
+
+
+class HistoryActions:
+    """Export, import, prune, purge, and the entries derived from a session."""
+
+    _db: Database
+
+    @property
+    def ltm(self) -> LongTermMemory:
+        """The store's long-term memory (:attr:`MemoryStore.ltm`)."""
+        raise NotImplementedError
+
+    async def export_session(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's rows as JSON-ready records (write one per line for JSON Lines).
+
+        Raises:
+            SessionNotFoundError: no such session.
+        """
+        from memstore.db import transfer
+
+        return await transfer.export_records(self._db, validate_session_id(session_id))
+
+    async def import_session(self, records: Iterable[Mapping[str, Any]]) -> str:
+        """Insert an exported session, in one transaction; return its id.
+
+        Raises:
+            ValidationError: a malformed record (nothing written).
+            ConflictError: a session with that id exists here already (nothing written).
+        """
+        from memstore.db import transfer
+
+        return await transfer.import_records(self._db, records)
+
+    async def prune(
+        self,
+        session_id: str,
+        *,
+        before_version: int | None = None,
+        before: datetime | None = None,
+        with_derived: bool = False,
+    ) -> tuple[int, int]:
+        """Delete compactions committed before a version (or time) and the items they removed.
+
+        The working memory is untouched and the remaining history still replays and verifies.
+        Long-term entries consolidated from the deleted items stay unless ``with_derived``
+        (:meth:`derived_entries` lists them).
+
+        Returns:
+            (compactions deleted, items deleted).
+        """
+        from memstore.db import prune as pruning
+
+        sid = validate_session_id(session_id)
+        done = await pruning.prune(self._db, sid, before_version=before_version, before_time=before)
+        if with_derived:
+            await self._forget(await self.derived_entries(sid, deleted_items_only=True))
+        return done
+
+    async def purge(
+        self, session_id: str, *, with_forks: bool = False, with_derived: bool = False
+    ) -> int:
+        """Delete a session and its whole history; return how many items were deleted.
+
+        Long-term entries consolidated from it stay unless ``with_derived``.
+
+        Raises:
+            ForkedHistoryError: forks hold copies of its history (nothing deleted), unless
+                ``with_forks`` deletes them too.
+        """
+        from memstore.db import prune as pruning
+
+        sid = validate_session_id(session_id)
+        derived = await self.derived_entries(sid) if with_derived else []
+        deleted = await pruning.purge(self._db, sid, with_forks=with_forks)
+        await self._forget(derived)
+        return deleted
+
+    async def derived_entries(
+        self, session_id: str, *, deleted_items_only: bool = False
+    ) -> list[LongTermEntry]:
+        """Live long-term entries whose current version consolidation derived from the session
+        (``deleted_items_only``: from items of it that no longer exist, after a prune)."""
+        from memstore.db import consolidation_runs as runs
+
+        sid, now = validate_session_id(session_id), self.ltm.clock()
+        return await runs.derived_entries(self._db, sid, now, deleted_items_only)
+
+    async def _forget(self, entries: Iterable[LongTermEntry]) -> None:
+        for entry in entries:  # each delete is recorded in the entry's history
+            with contextlib.suppress(VersionConflictError):  # rewritten since: not derived now
+                await self.ltm.delete(entry.key, scope=entry.scope, expected_version=entry.version)
