@@ -10,12 +10,15 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import os
+import shutil
 import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -61,6 +64,8 @@ def hermetic(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
 #: Set by .ci/run (a throwaway cluster); without it the PostgreSQL variants are skipped.
 POSTGRES_URL = os.environ.get("MEMSTORE_TEST_POSTGRES_URL")
 BACKENDS = ["sqlite", "postgres"]
+#: Why a PostgreSQL variant did not run.
+POSTGRES_SKIPPED = "PostgreSQL variant: set MEMSTORE_TEST_POSTGRES_URL (.ci/run starts a cluster)"
 
 
 async def reset_postgres(url: str) -> None:
@@ -79,9 +84,22 @@ def backend_url_for(backend: str, tmp_path: Path) -> str:
     if backend == "sqlite":
         return str(tmp_path / "memory.db")
     if not POSTGRES_URL:
-        pytest.skip("PostgreSQL variant: set MEMSTORE_TEST_POSTGRES_URL (.ci/run starts a cluster)")
+        pytest.skip(POSTGRES_SKIPPED)
     asyncio.run(reset_postgres(POSTGRES_URL))
     return POSTGRES_URL
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Every PostgreSQL variant skipped for want of a server, wherever it was skipped, is
+    reported at one place, so the summary folds them into one line with their count."""
+    report = yield
+    if report.skipped and isinstance(report.longrepr, tuple):
+        reason = str(report.longrepr[2])
+        if "PostgreSQL variant" in reason:
+            here = backend_url_for.__code__
+            report.longrepr = (here.co_filename, here.co_firstlineno, POSTGRES_SKIPPED)
+    return report
 
 
 @pytest.fixture(params=BACKENDS)
@@ -96,10 +114,110 @@ def postgres_url(tmp_path: Path) -> str:
     return backend_url_for("postgres", tmp_path)
 
 
-@pytest.fixture
-async def any_store(backend_url: str) -> AsyncIterator[MemoryStore]:
-    """A ready, migrated store on each backend."""
-    async with MemoryStore.open(backend_url) as opened:
+#: The SQLite file migrated to head once per test run (see ``migrated_sqlite``).
+_SQLITE_TEMPLATE: list[Path] = []
+
+
+def migrated_sqlite(path: Path) -> Path:
+    """``path``: a copy of a SQLite file migrated to head once per test run (its mode, 0600,
+    too). A copy opens in a fraction of the time a new file takes to migrate."""
+    if not _SQLITE_TEMPLATE:
+        template = Path(tempfile.mkdtemp(prefix="memstore-template-")) / "migrated.db"
+
+        async def migrate() -> None:
+            async with MemoryStore.open(template):
+                pass
+
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:  # a caller may be in a loop
+            pool.submit(asyncio.run, migrate()).result()
+        assert not Path(f"{template}-wal").exists()  # closing folded the log in
+        _SQLITE_TEMPLATE.append(template)
+    shutil.copy2(_SQLITE_TEMPLATE[0], path)
+    return path
+
+
+#: The catalog of the test database right after a fresh migration (see ``fresh_rows``).
+_MIGRATED_SCHEMA: list[str] = []
+#: Everything of the public schema a test could change, as text: tables, columns, indexes,
+#: constraints, triggers, functions, sequences and the Alembic revision.
+_SCHEMA_CATALOG = """
+SELECT x FROM (
+  SELECT c.relname || ':' || c.relkind::text FROM pg_class c
+    WHERE c.relnamespace = 'public'::regnamespace
+  UNION ALL SELECT a.attrelid::regclass::text || '.' || a.attname || ' '
+      || format_type(a.atttypid, a.atttypmod) || ' ' || a.attnotnull::text
+    FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+    WHERE c.relnamespace = 'public'::regnamespace AND a.attnum > 0 AND NOT a.attisdropped
+  UNION ALL SELECT indexdef FROM pg_indexes WHERE schemaname = 'public'
+  UNION ALL SELECT conname || ' ' || pg_get_constraintdef(oid) FROM pg_constraint
+    WHERE connamespace = 'public'::regnamespace
+  UNION ALL SELECT pg_get_triggerdef(oid) FROM pg_trigger WHERE NOT tgisinternal
+  UNION ALL SELECT proname || ' ' || prosrc FROM pg_proc
+    WHERE pronamespace = 'public'::regnamespace
+  UNION ALL SELECT 'revision ' || version_num FROM alembic_version
+) AS catalog(x) ORDER BY x
+"""
+
+
+async def fresh_rows(url: str) -> bool:
+    """Empty every memstore table of the test database, if its schema is exactly what a fresh
+    migration made (a test may have changed it: then nothing is touched). Whether it was."""
+    import asyncpg
+
+    from memstore.db.tables import metadata
+
+    conn = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://", 1))
+    try:
+        try:
+            catalog = [row[0] for row in await conn.fetch(_SCHEMA_CATALOG)]
+        except asyncpg.PostgresError:  # no schema at all (no alembic_version)
+            return False
+        if not _MIGRATED_SCHEMA or catalog != _MIGRATED_SCHEMA:
+            return False
+        async with conn.transaction():
+            for table in reversed(metadata.sorted_tables):
+                await conn.execute(f"DELETE FROM {table.name}")
+            sequences = await conn.fetch(
+                "SELECT relname FROM pg_class WHERE relkind = 'S' "
+                "AND relnamespace = 'public'::regnamespace"
+            )
+            for (sequence,) in sequences:
+                await conn.execute(f"ALTER SEQUENCE {sequence} RESTART")
+        return True
+    finally:
+        await conn.close()
+
+
+async def migrated_postgres(url: str) -> str:
+    """``url``: the test database with memstore's schema at head and no rows (emptied when
+    its catalog is as migrated, else dropped and migrated again)."""
+    import asyncpg
+
+    if await fresh_rows(url):
+        return url
+    await reset_postgres(url)
+    async with MemoryStore.open(url):
+        pass  # migrated from nothing
+    conn = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://", 1))
+    try:
+        _MIGRATED_SCHEMA[:] = [row[0] for row in await conn.fetch(_SCHEMA_CATALOG)]
+    finally:
+        await conn.close()
+    return url
+
+
+@pytest.fixture(params=BACKENDS)
+async def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[MemoryStore]:
+    """A ready, migrated store on each backend, with no rows. (A copy of a migrated SQLite
+    file; on PostgreSQL the test database emptied of rows when its schema is as migrated,
+    else rebuilt: migrating for every test would cost more than most tests.)"""
+    if request.param == "sqlite":
+        url = str(migrated_sqlite(tmp_path / "memory.db"))
+    elif not POSTGRES_URL:
+        pytest.skip(POSTGRES_SKIPPED)
+    else:
+        url = await migrated_postgres(POSTGRES_URL)
+    async with MemoryStore.open(url) as opened:
         yield opened
 
 
@@ -126,8 +244,8 @@ def db_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 async def store(db_path: Path) -> AsyncIterator[MemoryStore]:
-    """A ready, migrated store on a real SQLite file."""
-    async with MemoryStore.open(db_path) as opened:
+    """A ready, migrated store on a real SQLite file (``db_path``, a copy of the template)."""
+    async with MemoryStore.open(migrated_sqlite(db_path)) as opened:
         yield opened
 
 
@@ -245,6 +363,41 @@ def memstore_command() -> list[str]:
 
 
 def memstore_cli(
+    db: Path | str, *args: str, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``memstore --db DB ARGS...`` run in this process by click's runner: its exit code,
+    standard output and standard error, as a user's shell would get them, without starting
+    an interpreter per call. Output is not a terminal (piped widths, no colour), and the
+    environment is this process's. An exception the CLI does not turn into a message (a bug,
+    where a user would see a traceback) is raised here rather than printed.
+
+    :func:`memstore_process` runs the installed executable instead, for the few tests that
+    prove the entry point itself.
+    """
+    argv = ["--db", str(db), *args]
+
+    def invoke() -> subprocess.CompletedProcess[str]:
+        from click.testing import CliRunner
+
+        from memstore.cli import main
+
+        with contextlib.chdir(cwd or Path.cwd()):
+            result = CliRunner().invoke(main, argv, prog_name="memstore", catch_exceptions=False)
+        return subprocess.CompletedProcess(
+            ["memstore", *argv], result.exit_code, result.stdout, result.stderr
+        )
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return invoke()
+    # Called from a coroutine: the command runs its own event loop, which needs a thread
+    # without one.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(invoke).result()
+
+
+def memstore_process(
     db: Path | str, *args: str, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     """``memstore --db DB ARGS...`` run as a user runs it: the installed executable, a

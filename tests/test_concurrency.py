@@ -270,8 +270,26 @@ def test_paused_lease_holder_cannot_commit_over_a_newer_compaction(tmp_path: Pat
     assert asyncio.run(check(db)) == []
 
 
-def test_fault_point_is_a_no_op_when_unset() -> None:
-    fault_point("before-commit")  # MEMSTORE_FAULT is unset by the autouse fixture
+def test_every_fault_point_is_passed_when_unset(tmp_path: Path) -> None:
+    """MEMSTORE_FAULT is unset (the autouse fixture clears it): an append and a compaction
+    pass every named point (after-append, after-snapshot, before-commit, after-commit) and
+    commit, in this very process."""
+
+    async def append_and_compact() -> tuple[int | None, list[str]]:
+        async with MemoryStore.open(tmp_path / "faults.db") as store:
+            memory = store.session("f", estimator=WordEstimator())
+            for n in range(6):
+                await memory.add("user", f"message number {n}")
+            report = await memory.compact()
+            return (None if report is None else report.compaction_count), [
+                item.content for item in await memory.items()
+            ]
+
+    for name in ("after-append", "after-snapshot", "before-commit", "after-commit"):
+        assert fault_point(name) is None
+    count, kept = asyncio.run(append_and_compact())
+    assert count == 1
+    assert kept and kept[-1] == "message number 5"
 
 
 def test_forked_child_opens_its_own_connections(tmp_path: Path) -> None:

@@ -2,16 +2,21 @@
 
 A block is a complete program (it ends in ``asyncio.run(main())``), or a fragment of the
 quickstart (its first line is ``# fragment: continues the quickstart``), run inside the
-quickstart's ``async with`` block after its last line. Each runs in a fresh interpreter, in
-an empty directory, offline.
+quickstart's ``async with`` block after its last line. Each runs in an empty directory,
+offline, as ``__main__`` of a fresh namespace, with the environment it started with restored
+after it. One interpreter, outside the test process, runs them all in turn: starting one per
+example cost more than most examples.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -47,9 +52,74 @@ def quickstart() -> str:
 
 BLOCKS = python_blocks()
 
+#: What the example runner prints before its answer: an example's own output never does.
+ANSWER = "@@memstore-docs-answer@@ "
+#: Reads one JSON request a line (program, name, directory); runs it; answers in one line.
+RUNNER = f"""
+import contextlib, io, json, os, sys, traceback
+for line in sys.stdin:
+    request = json.loads(line)
+    os.chdir(request["cwd"])
+    environment = dict(os.environ)
+    os.environ.update(request["env"])
+    output = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(output):
+            code = compile(request["program"], request["where"], "exec")
+            exec(code, {{"__name__": "__main__"}})
+        answer = {{"ok": True}}
+    except BaseException:
+        answer = {{"ok": False, "error": traceback.format_exc()}}
+    finally:
+        os.environ.clear()
+        os.environ.update(environment)
+    print({ANSWER!r} + json.dumps(answer), flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def runner() -> Iterator[subprocess.Popen[str]]:
+    """The interpreter that runs the examples (started once for this module), in the
+    environment the autouse ``hermetic`` fixture gives a test: it starts before that fixture
+    runs, so it is built here."""
+    hermetic = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("MEMORY_", "MEMSTORE_")) and name != "OPENAI_API_KEY"
+    }
+    hermetic["OPENAI_BASE_URL"] = "http://127.0.0.1:9/v1"
+    with subprocess.Popen(
+        [sys.executable, "-c", RUNNER],
+        env=hermetic,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    ) as process:
+        yield process
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait(timeout=60)
+
+
+def run_example(runner: subprocess.Popen[str], where: str, program: str, cwd: Path) -> str:
+    """Run ``program`` in the runner; its traceback, or ``""`` when it ran to the end."""
+    assert runner.stdin is not None and runner.stdout is not None
+    env = {"MEMSTORE_DB": str(cwd / "env.db")}
+    request = {"program": program, "where": where, "cwd": str(cwd), "env": env}
+    runner.stdin.write(json.dumps(request) + "\n")
+    runner.stdin.flush()
+    for line in runner.stdout:
+        if line.startswith(ANSWER):
+            answer = json.loads(line.removeprefix(ANSWER))
+            return "" if answer["ok"] else str(answer["error"])
+    raise AssertionError(f"{where}: the example runner died")
+
 
 @pytest.mark.parametrize(("where", "body"), BLOCKS, ids=[where for where, _ in BLOCKS])
-def test_every_python_example_runs(where: str, body: str, tmp_path: Path) -> None:
+def test_every_python_example_runs(
+    where: str, body: str, tmp_path: Path, runner: subprocess.Popen[str]
+) -> None:
     if body.startswith(FRAGMENT):
         program = quickstart().replace(
             QUICKSTART_END, QUICKSTART_END + textwrap.indent(body, " " * 8)
@@ -57,10 +127,8 @@ def test_every_python_example_runs(where: str, body: str, tmp_path: Path) -> Non
     else:
         assert "asyncio.run(main())" in body, f"{where}: neither a program nor a fragment"
         program = body
-    result = subprocess.run(
-        [sys.executable, "-c", program], cwd=tmp_path, capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, f"{where}:\n{result.stderr[-3000:]}"
+    error = run_example(runner, where, program, tmp_path)
+    assert error == "", f"{where}:\n{error[-3000:]}"
 
 
 def test_there_are_examples_to_run() -> None:

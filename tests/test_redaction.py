@@ -4,12 +4,10 @@ logged or shown."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import WORKED_FIFTH, WORKED_ITEMS, WORKED_LIMITS
+from conftest import WORKED_FIFTH, WORKED_ITEMS, WORKED_LIMITS, memstore_cli
 
 from memstore import MemoryStore, OpenAISummarizer, WordEstimator
 from memstore.core.redaction import REDACTED, redact
@@ -70,27 +68,9 @@ async def test_a_server_that_echoes_the_key_leaves_none_in_reports(
     error = await compact_with_failing_model(db_path, echoed, api_key)
     assert error is not None and "HTTP 401" in error
     assert api_key not in error and REDACTED in error
-    shown = subprocess.run(
-        [sys.executable, "-m", "memstore", "--db", str(db_path), "reports", "incident-42"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    as_json = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "memstore",
-            "--db",
-            str(db_path),
-            "reports",
-            "incident-42",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    shown = memstore_cli(db_path, "reports", "incident-42")
+    as_json = memstore_cli(db_path, "reports", "incident-42", "--json")
+    assert shown.returncode == 0 and as_json.returncode == 0, shown.stderr + as_json.stderr
     assert api_key not in shown.stdout + shown.stderr + as_json.stdout
     assert json.loads(as_json.stdout)[0]["summary_error"] == error
     files = [db_path, db_path.with_name(db_path.name + "-wal")]

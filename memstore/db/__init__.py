@@ -6,6 +6,6 @@ exception crosses this boundary.
 
 from __future__ import annotations
 
-from memstore.db.engine import Database, open_database
+from memstore.db.engine import Database, database_on, open_database
 
-__all__ = ["Database", "open_database"]
+__all__ = ["Database", "database_on", "open_database"]

@@ -12,6 +12,12 @@ a function, written once for both backends:
 * **PostgreSQL**: SQLAlchemy's async engine runs the function through ``run_sync``; reads in
   ``REPEATABLE READ`` (one snapshot for the whole function), writes in the default
   ``READ COMMITTED`` with row locks.
+* **A user's own** ``AsyncEngine`` (:func:`database_on`) is never disposed here. On PostgreSQL
+  everything runs on it. On SQLite it names the file and serves the reads (aiosqlite, through
+  ``run_sync``); the writes stay with the writer thread, over its own connection to that file.
+  The reader threads stay memstore's own way to read: a read through aiosqlite crosses to its
+  thread and back for every statement and fetch, and made ``build_model_input()`` 1.75x to
+  1.88x slower (benchmarks/aiosqlite_reads.py; docs/architecture.md has the figures).
 
 Either way the event loop only awaits: no disk or network I/O runs on it.
 """
@@ -52,12 +58,17 @@ from memstore.errors import (
     ReadOnlyDatabaseError,
     StorageError,
     StorageFullError,
+    ValidationError,
 )
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncEngine
+    # Re-exported for the layers above, which name the type but never import SQLAlchemy.
+    from sqlalchemy.ext.asyncio import AsyncEngine as AsyncEngine
 
 T = TypeVar("T")
+
+#: The database a store opens when given neither a URL nor an engine.
+DEFAULT_DATABASE = "memstore.db"
 
 #: Reader threads per SQLite database: reads never wait for each other or the writer in WAL
 #: mode, and a few threads cover the reads an agent turn makes at once.
@@ -70,10 +81,13 @@ class Database:
     Build it with :func:`open_database`.
 
     Args:
-        engine: SQLAlchemy's sync engine of a SQLite database, or an ``AsyncEngine``.
+        engine: SQLAlchemy's sync engine of a SQLite database (the writer's), or an
+            ``AsyncEngine``.
         settings: Timeouts and SQLite durability.
         in_memory: The SQLite database lives in its one connection (reads go to the writer).
         read_only: Refuse every write with :class:`ReadOnlyDatabaseError`.
+        user_engine: A user's own ``AsyncEngine``: every read runs on it, and it is never
+            disposed here (it is ``engine`` too, unless a SQLite writer has its own).
     """
 
     def __init__(
@@ -83,6 +97,7 @@ class Database:
         *,
         in_memory: bool = False,
         read_only: bool = False,
+        user_engine: AsyncEngine | None = None,
     ) -> None:
         self.engine = engine
         self.settings = settings
@@ -97,6 +112,11 @@ class Database:
         #: The SQLite file this open created (``None``: it existed): if the open fails
         #: before the schema is in place, the file is removed again.
         self.created_path: Path | None = None
+        self._user_engine = user_engine
+        # Reads run on an async engine (a user's, or PostgreSQL's), else in reader threads.
+        self._async_reads: AsyncEngine | None = user_engine
+        if user_engine is None and not isinstance(engine, Engine):
+            self._async_reads = engine
         self._writer: SqliteWriter | None = None
         self._readers: ReaderThreads | None = None
         self._pid = os.getpid()
@@ -118,8 +138,8 @@ class Database:
         saves what is left.
         """
         with self._noting_damage():
-            if not isinstance(self.engine, Engine):
-                return await self._run_async(fn, {"isolation_level": "REPEATABLE READ"})
+            if self._async_reads is not None:
+                return await self._run_async(self._async_reads, fn, read=True)
             if self._in_memory:
                 return await asyncio.wrap_future(self._sqlite_writer().submit(fn))
             future = self._reader_pool().submit(partial(self._read_in_thread, fn))
@@ -142,7 +162,7 @@ class Database:
             raise CorruptDatabaseError(DAMAGED)
         with self._noting_damage():
             if not isinstance(self.engine, Engine):
-                return await self._run_async(fn, {})
+                return await self._run_async(self.engine, fn, read=False)
             return await asyncio.wrap_future(self._sqlite_writer().submit(fn))
 
     @contextmanager
@@ -158,24 +178,30 @@ class Database:
         with translate_errors(), self.engine.connect() as conn, conn.begin():
             return fn(conn)
 
-    async def _run_async(self, fn: Callable[[Connection], T], options: dict[str, str]) -> T:
-        from sqlalchemy.ext.asyncio import AsyncEngine
-
-        assert isinstance(self.engine, AsyncEngine)
+    async def _run_async(
+        self, engine: AsyncEngine, fn: Callable[[Connection], T], *, read: bool
+    ) -> T:
         if self._closed:
             raise StorageError("the store is closed")
-        conn = self.engine.connect()
+        conn = engine.connect()
         try:
             await conn.start()
         except Exception as error:  # the server: unreachable, or refusing us
             if isinstance(error, MemstoreError):
                 raise
-            raise connection_failure(error, self.sync_engine.url) from DriverError(error)
+            raise connection_failure(error, engine.sync_engine.url) from DriverError(error)
+        sqlite = engine.dialect.name == "sqlite"
         with translate_errors():
             try:
-                if options:
-                    await conn.execution_options(**options)
+                if read and not sqlite:
+                    await conn.execution_options(isolation_level="REPEATABLE READ")
                 async with conn.begin():
+                    if read and sqlite:
+                        # The driver opens no transaction for a SELECT, so each statement
+                        # would read its own moment. A savepoint opens one (a deferred BEGIN,
+                        # or nested in a transaction the engine's own recipe began): the whole
+                        # read is one snapshot, and it ends with the COMMIT on leaving.
+                        await conn.exec_driver_sql("SAVEPOINT memstore_read")
                     result: T = await conn.run_sync(fn)
                     return result
             finally:
@@ -253,8 +279,9 @@ class Database:
         if self._forked():
             return  # the threads and connections are the parent's: never touch them
         if not isinstance(self.engine, Engine):
-            with translate_errors():
-                await self.engine.dispose()
+            if self.engine is not self._user_engine:  # never dispose a user's engine
+                with translate_errors():
+                    await self.engine.dispose()
             return
         if self._writer is not None:
             await asyncio.wrap_future(self._writer.close())
@@ -290,25 +317,35 @@ def _run_into(fn: Callable[[], None], done: concurrent.futures.Future[None]) -> 
 
 
 def open_database(
-    url_or_path: str | os.PathLike[str],
+    url_or_path: str | os.PathLike[str] | None,
     settings: Settings,
     *,
     create: bool = True,
     read_only: bool = False,
+    engine: AsyncEngine | None = None,
 ) -> Database:
     """Check the target (SQLite: header, permissions, WAL) and build a :class:`Database`.
 
     This touches the disk: async callers run it in a thread.
 
     Args:
-        url_or_path: URL or SQLite file path.
+        url_or_path: URL or SQLite file path (``None``: :data:`DEFAULT_DATABASE`, or
+            ``engine``).
         settings: Store settings.
         create: Create a missing SQLite file; if ``False``, raise
             :class:`~memstore.errors.DatabaseMissingError` instead.
         read_only: Refuse every write; a SQLite file is opened read-only (nothing of it is
             written, not even its WAL), so a read-only copy can be inspected.
+        engine: A user's own ``AsyncEngine`` instead of a URL (:func:`database_on`).
+
+    Raises:
+        ValidationError: (field ``engine``) both a URL and an engine.
     """
-    url = normalize_url(url_or_path)
+    if engine is not None:
+        if url_or_path is not None:
+            raise ValidationError("engine", "give a URL or path, or an engine, not both")
+        return database_on(engine, settings, create=create, read_only=read_only)
+    url = normalize_url(DEFAULT_DATABASE if url_or_path is None else url_or_path)
     if not is_sqlite(url):
         return Database(async_engine(url, settings), settings, read_only=read_only)
     path = sqlite_path(url)
@@ -316,8 +353,8 @@ def open_database(
         return Database(sqlite_engine(None, settings), settings, in_memory=True)
     created = prepare_sqlite_file(path, create=create and not read_only)
     if read_only:
-        engine = sqlite_engine(path, settings, uri=read_only_uri(path))
-        return Database(engine, settings, read_only=True)
+        reader = sqlite_engine(path, settings, uri=read_only_uri(path))
+        return Database(reader, settings, read_only=True)
     try:
         enable_wal(path, settings.busy_timeout_s)
     except StorageFullError:
@@ -327,3 +364,47 @@ def open_database(
     database = Database(sqlite_engine(Path(path), settings), settings)
     database.created_path = path if created else None
     return database
+
+
+def database_on(
+    engine: AsyncEngine, settings: Settings, *, create: bool = True, read_only: bool = False
+) -> Database:
+    """A :class:`Database` on a user's own ``AsyncEngine``, which it never disposes.
+
+    On PostgreSQL every read and write runs on that engine: its pool, its server settings
+    (memstore sets no ``lock_timeout`` there). On SQLite the engine names the file and its
+    connections serve the reads; writes go to memstore's writer thread over a connection of
+    its own, opened with memstore's recipe (WAL, ``BEGIN IMMEDIATE``, ``synchronous``, busy
+    timeout, foreign keys): group commit needs the one thread that owns the write connection.
+    A read-only store has no writer. This touches the disk: async callers run it in a thread.
+
+    Raises:
+        ValidationError: (field ``engine``) not an ``AsyncEngine``, neither SQLite nor
+            PostgreSQL, or an SQLite database that is not a file named by its path.
+    """
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+    if not isinstance(engine, AsyncEngine):
+        raise ValidationError(
+            "engine",
+            "must be a SQLAlchemy AsyncEngine (sqlalchemy.ext.asyncio.create_async_engine)",
+        )
+    shown = engine.url.render_as_string(hide_password=True)
+    backend = engine.url.get_backend_name()
+    if backend == "postgresql":
+        return Database(engine, settings, read_only=read_only, user_engine=engine)
+    if backend != "sqlite":
+        raise ValidationError("engine", f"{shown} is neither a SQLite nor a PostgreSQL engine")
+    path = sqlite_path(engine.url.render_as_string(hide_password=False))
+    if path is None or engine.url.query.get("uri"):
+        raise ValidationError(
+            "engine",
+            f"{shown}: an SQLite engine must name a file by its path "
+            "(sqlite+aiosqlite:///agent.db), which memstore's writer opens too",
+        )
+    path = path.expanduser().resolve()
+    prepare_sqlite_file(path, create=create and not read_only)
+    if read_only:
+        return Database(engine, settings, read_only=True, user_engine=engine)
+    enable_wal(path, settings.busy_timeout_s)
+    return Database(sqlite_engine(path, settings), settings, user_engine=engine)

@@ -7,11 +7,19 @@ them as the ``memstore._migrations`` package (see ``pyproject.toml``), so a plai
 Opening a store must stay cheap (every CLI command and every worker start does it), so the
 common case, a database already at :data:`SCHEMA_HEAD`, is one ``SELECT`` and never imports
 Alembic; Alembic and its script directory are loaded only to upgrade or to refuse.
+
+Many processes may open one new database at once. One of them runs the migrations, holding
+the write lock; the others wait for the schema, not just for the lock: a wait for the lock
+ends at the busy timeout (sized for one write), and creating the schema on a loaded machine
+can outlast it several times over. So an opener that times out reads the revision again and,
+while the schema is not at head yet, waits again, up to :data:`SCHEMA_WAIT_S`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import time
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,13 +27,18 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, text
 
 from memstore.db.engine import Database
-from memstore.errors import SchemaOutdatedError, SchemaTooNewError, StorageError
+from memstore.errors import LockTimeoutError, SchemaOutdatedError, SchemaTooNewError, StorageError
 
 if TYPE_CHECKING:
     from alembic.config import Config
 
 #: The newest revision in migrations/versions (a test checks it against Alembic's own view).
 SCHEMA_HEAD = "0012"
+#: How long an opener waits, at most, for another process to finish creating or upgrading the
+#: schema (each wait for the lock itself ends at the busy timeout). Creating a new database's
+#: schema takes well under a second on an idle machine; a migration that rewrites a large
+#: database can take longer: run those with ``memstore db upgrade`` (docs/operations.md).
+SCHEMA_WAIT_S = 120.0
 
 
 def migrations_dir() -> Path:
@@ -98,10 +111,14 @@ async def ensure_schema(database: Database, *, upgrade: bool = True) -> str | No
 
     The revision is first read without locking; only when an upgrade is needed is the write
     lock taken (and the revision read again under it), so concurrent openers of a new
-    database run the migrations once.
+    database run the migrations once, and the others wait for the schema (module docstring).
 
     Returns:
         The revision upgraded to, or ``None`` when the schema was already at head.
+
+    Raises:
+        LockTimeoutError: the schema was still not at head after :data:`SCHEMA_WAIT_S`, and
+            the write lock still taken.
     """
     if await _stamped_revision(database) == SCHEMA_HEAD:
         return None
@@ -114,7 +131,23 @@ async def ensure_schema(database: Database, *, upgrade: bool = True) -> str | No
             conn.execute(text("SELECT pg_advisory_xact_lock(7243520190)"))
         return _check_and_upgrade(conn, upgrade)
 
-    return await database.run_write(check_and_upgrade)
+    # Alembic and the scripts are loaded before the lock is taken, not while holding it:
+    # loading them takes longer than running every migration of a new database.
+    await asyncio.to_thread(head_revision)
+    deadline = time.monotonic() + SCHEMA_WAIT_S
+    while True:
+        try:
+            return await database.run_write(check_and_upgrade)
+        except LockTimeoutError:
+            # Another process holds the lock: most likely it is creating or upgrading the
+            # schema, and then it is at head once it commits.
+            if await _stamped_revision(database) == SCHEMA_HEAD:
+                return None
+            if time.monotonic() >= deadline:
+                raise LockTimeoutError(
+                    f"the database schema was still being created or upgraded by another "
+                    f"process after {SCHEMA_WAIT_S:.0f} s"
+                ) from None
 
 
 async def _stamped_revision(database: Database) -> str | None:

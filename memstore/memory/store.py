@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from memstore.core.search_terms import SearchHit
     from memstore.core.summarizers import Summarizer
     from memstore.core.tokens import TokenEstimator
+    from memstore.db.engine import AsyncEngine
     from memstore.db.lease import LeaseHolder
     from memstore.memory.consolidation import Extractor
     from memstore.memory.long_term import LongTermMemory
@@ -64,8 +65,9 @@ class MemoryStore(HistoryActions):
 
     @staticmethod
     def open(
-        url_or_path: str | os.PathLike[str] = "memstore.db",
+        url_or_path: str | os.PathLike[str] | None = None,
         *,
+        engine: AsyncEngine | None = None,
         upgrade: bool = True,
         create: bool = True,
         verify: bool = False,
@@ -76,18 +78,16 @@ class MemoryStore(HistoryActions):
 
         Args:
             url_or_path: ``sqlite+aiosqlite:///agent.db``, ``postgresql+asyncpg://...`` or a
-                plain file path.
+                plain file path (``memstore.db`` when neither this nor ``engine`` is given).
+            engine: Your own SQLAlchemy ``AsyncEngine``, never disposed (docs/operations.md).
             upgrade: Upgrade an older schema to head; if ``False``, refuse it instead.
-            create: Create a missing SQLite file; if ``False``, raise
-                :class:`DatabaseMissingError` (read-only tools should not litter files).
-            verify: Run SQLite's ``quick_check`` before anything else, and refuse a damaged
-                file (a cautious deployment's start-up check: it reads the whole file, about
-                2 s per GiB from the page cache; see docs/operations.md). ``memstore check``
-                stays the full audit. Ignored on PostgreSQL.
-            read_only: Open for reading only: every write raises
-                :class:`ReadOnlyDatabaseError`, and a SQLite file is opened read-only (its
-                WAL untouched), so a read-only copy or a mounted backup can be inspected. An
-                outdated schema is refused instead of upgraded.
+            create: Create a missing SQLite file; if ``False``, raise DatabaseMissingError.
+            verify: Run SQLite's ``quick_check`` first and refuse a damaged file (a start-up
+                check that reads the whole file, about 2 s per GiB from the page cache; see
+                docs/operations.md); ``memstore check`` is the full audit. Not on PostgreSQL.
+            read_only: Every write raises :class:`ReadOnlyDatabaseError`, a SQLite file is
+                opened read-only (its WAL untouched: a read-only copy or a mounted backup can
+                be inspected), and an outdated schema is refused instead of upgraded.
             settings: Store-wide settings; :meth:`Settings.from_env` by default.
 
         Returns:
@@ -99,7 +99,8 @@ class MemoryStore(HistoryActions):
             SchemaTooNewError: a newer memstore wrote this database.
             SchemaOutdatedError: the schema is older and ``upgrade`` is ``False``.
         """
-        return _Opening(OpenOptions(url_or_path, upgrade, create, verify, read_only, settings))
+        options = OpenOptions(url_or_path, engine, upgrade, create, verify, read_only, settings)
+        return _Opening(options)
 
     @classmethod
     async def _open(cls, options: OpenOptions) -> MemoryStore:
@@ -112,6 +113,7 @@ class MemoryStore(HistoryActions):
             settings,
             create=options.create,
             read_only=options.read_only,
+            engine=options.engine,
         )
         try:
             if options.verify:
@@ -375,7 +377,8 @@ class OpenOptions:
     """What :meth:`MemoryStore.open` was asked for (documented there), kept together until the
     store is awaited."""
 
-    url_or_path: str | os.PathLike[str]
+    url_or_path: str | os.PathLike[str] | None
+    engine: AsyncEngine | None
     upgrade: bool
     create: bool
     verify: bool

@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -14,10 +12,9 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from conftest import memstore_process
 
 from memstore.cli import main
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(db: str | Path, *args: str) -> Result:
@@ -229,17 +226,10 @@ def test_reading_a_missing_database_fails_without_creating_it(tmp_path: Path) ->
 
 
 def test_real_process_exit_codes(db_path: Path) -> None:
-    """The installed entry point, as an operator runs it: 0, 1 with one line, 2."""
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    """The installed executable, as an operator runs it: 0, 1 with one line, 2."""
 
     def memstore(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "memstore", "--db", str(db_path), "ltm", *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        return memstore_process(db_path, "ltm", *args)
 
     assert memstore("set", "k", "v").returncode == 0
     stale = memstore("set", "k", "w", "--expect-version", "5")

@@ -9,14 +9,12 @@ import random
 import shutil
 import sqlite3
 import stat
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from conftest import WORKED_FIFTH, WORKED_ITEMS, WORKED_SUMMARY, write_worked_example
+from conftest import WORKED_FIFTH, WORKED_ITEMS, WORKED_SUMMARY, memstore_cli, write_worked_example
 
 from memstore import MemoryLimits, MemoryStore, Priority, WordEstimator
 from memstore.cli import main
@@ -356,37 +354,18 @@ def test_expected_failures_are_one_line_without_traceback(tmp_path: Path) -> Non
         ([str(newer), "sessions"], "newer than this memstore"),
     ]
     for (db, *args), message in cases:
-        proc = subprocess.run(
-            [sys.executable, "-m", "memstore", "--db", db, *args],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        proc = memstore_cli(db, *args)
         assert proc.returncode == 1, proc.stderr
         assert "Traceback" not in proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr
 
 
-def test_busy_database_is_exit_1(worked_db: Path) -> None:
+def test_busy_database_is_exit_1(worked_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMSTORE_BUSY_TIMEOUT", "0.2")
     holder = sqlite3.connect(worked_db, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "memstore",
-                "--db",
-                str(worked_db),
-                "add",
-                "incident-42",
-                "blocked",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env={**__import__("os").environ, "MEMSTORE_BUSY_TIMEOUT": "0.2"},
-        )
+        proc = memstore_cli(worked_db, "add", "incident-42", "blocked")
     finally:
         holder.execute("ROLLBACK")
         holder.close()

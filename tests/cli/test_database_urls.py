@@ -3,14 +3,14 @@ a traceback, never a password."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from conftest import memstore_cli
 
 from memstore import MemoryStore, ValidationError
+from memstore.cli import main
 
 MALFORMED = [
     "foo://x",
@@ -38,15 +38,10 @@ async def test_the_api_names_the_db_field(url: str) -> None:
     assert info.value.field == "db" and "hunter2secret" not in str(info.value)
 
 
-def test_the_environment_variable_is_named_too() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "memstore", "sessions"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**__import__("os").environ, "MEMSTORE_DB": "foo://x"},
-    )
-    assert result.returncode == 2 and "MEMSTORE_DB" in result.stderr
+def test_the_environment_variable_is_named_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMSTORE_DB", "foo://x")
+    result = CliRunner().invoke(main, ["sessions"], catch_exceptions=False)
+    assert result.exit_code == 2 and "MEMSTORE_DB" in result.stderr
 
 
 @pytest.mark.parametrize("folder", ["h#a", "q?mark", "pc%41t", "with space"])

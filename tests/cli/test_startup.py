@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 import pytest
+from conftest import memstore_cli
 
 
 def modules_loaded_by(args: list[str]) -> tuple[str, set[str]]:
@@ -30,12 +31,7 @@ def modules_loaded_by(args: list[str]) -> tuple[str, set[str]]:
 def test_the_cli_show_path_loads_neither_the_orm_nor_other_backends(tmp_path: Path) -> None:
     """Start-up cost is measured in benchmarks/suite.py; what it depends on is checked here."""
     db = tmp_path / "cli.db"
-    add = ["add", "s", "hi", "--estimator", "words"]
-    subprocess.run(
-        [sys.executable, "-m", "memstore", "--db", str(db), *add],
-        check=True,
-        capture_output=True,
-    )
+    assert memstore_cli(db, "add", "s", "hi", "--estimator", "words").returncode == 0
     printed, loaded = modules_loaded_by(["--db", str(db), "show", "s"])
     assert "hi" in printed
     for heavy in (

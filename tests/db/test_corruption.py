@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from badinput import digest
+from conftest import memstore_cli
 
 from memstore import (
     CorruptDatabaseError,
@@ -104,12 +105,7 @@ def test_the_cli_never_reports_a_stored_item_as_failed(tmp_path: Path) -> None:
     path = tmp_path / "cli.db"
     asyncio.run(filled(path, 5))
     not_utf8(path, 2)
-    result = subprocess.run(
-        [sys.executable, "-m", "memstore", "--db", str(path), "add", "s", "stored anyway"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = memstore_cli(path, "add", "s", "stored anyway")
     assert result.returncode == 0, result.stderr
     assert "added #6" in result.stdout
     assert "Warning: the item is stored, but reading the session failed" in result.stderr
@@ -150,30 +146,6 @@ async def test_an_empty_file_becomes_a_database_readable_by_its_owner(tmp_path: 
     async with MemoryStore.open(path) as store:
         assert await store.check() == []
     assert path.stat().st_mode & 0o777 == 0o600
-
-
-def test_many_processes_creating_one_new_database_all_get_it(tmp_path: Path) -> None:
-    path = tmp_path / "new.db"
-    program = (
-        "import asyncio, sys\n"
-        "from memstore import MemoryStore, WordEstimator\n"
-        "async def main():\n"
-        "    async with MemoryStore.open(sys.argv[1]) as store:\n"
-        "        await store.session('s', estimator=WordEstimator()).add('user', sys.argv[2])\n"
-        "asyncio.run(main())\n"
-    )
-    workers = [
-        subprocess.Popen(
-            [sys.executable, "-c", program, str(path), f"w{n}"], stderr=subprocess.PIPE
-        )
-        for n in range(8)
-    ]
-    for worker in workers:
-        _, err = worker.communicate(timeout=120)
-        assert worker.returncode == 0, err.decode()
-    with closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("SELECT count(*) FROM items").fetchone() == (8,)
-    assert [p.name for p in tmp_path.iterdir() if "creating" in p.name] == []
 
 
 #: A child process where file writes fail as on a full disk (RLIMIT_FSIZE 0: EFBIG), which

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import POSTGRES_URL, reset_postgres
+from conftest import POSTGRES_URL, migrated_postgres, migrated_sqlite
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -57,8 +57,9 @@ class LedgerMachine(RuleBasedStateMachine):
         self.loop = asyncio.new_event_loop()
         if self.postgres:
             assert POSTGRES_URL is not None
-            self.run(reset_postgres(POSTGRES_URL))
-        self.url = POSTGRES_URL if self.postgres else str(self.dir / "ledger.db")
+            self.url = self.run(migrated_postgres(POSTGRES_URL))
+        else:
+            self.url = str(migrated_sqlite(self.dir / "ledger.db"))
         self.store = self.run(MemoryStore.open(self.url))
         self.memory = self.store.session("s", limits=LIMITS, estimator=WordEstimator())
         # The model.

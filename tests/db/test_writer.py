@@ -342,8 +342,10 @@ async def test_threads_stay_few_and_end_with_the_store(db_path: Path) -> None:
 
 
 def _fork_in_c() -> int:
-    """A fork that runs no Python at-fork hook (as a pre-forking server in C does)."""
-    return int(ctypes.CDLL(None, use_errno=True).fork())
+    """A fork that runs no Python at-fork hook (as a pre-forking server in C does). Called
+    with the GIL held (PyDLL): a CDLL call releases it, and another thread taking it at that
+    moment would leave the child a GIL held by a thread it does not have (a hang)."""
+    return int(ctypes.PyDLL(None, use_errno=True).fork())
 
 
 @pytest.mark.parametrize("fork", [os.fork, _fork_in_c], ids=["os.fork", "fork in C"])
