@@ -170,6 +170,17 @@ class Heartbeat:
             self._guarded = None
 
 
+def compaction_trigger(limits: MemoryLimits, total: int, user_turns: int) -> str | None:
+    """What an append that left the session at ``total`` tokens and ``user_turns`` user turns
+    since the last compaction sets off: ``"hard_limit"``, ``"summarize_every"``, or nothing."""
+    if total >= limits.hard:
+        return "hard_limit"
+    every = limits.summarize_every
+    if every is not None and user_turns >= every:
+        return "summarize_every"
+    return None
+
+
 class Compactor:
     """Runs compactions of one session for its handle (:class:`memstore.SessionMemory`).
 

@@ -51,7 +51,7 @@ from memstore.errors import (
     MemstoreError,
     SessionNotFoundError,
 )
-from memstore.memory.compactor import Compactor, wait_bound
+from memstore.memory.compactor import Compactor, compaction_trigger, wait_bound
 from memstore.memory.item_batch import new_items
 from memstore.memory.model_input import InputSources, assemble
 from memstore.memory.scoped import Consolidating
@@ -266,17 +266,9 @@ class SessionMemory(Consolidating):
     async def _after_append(self, result: appends.AppendResult) -> None:
         fault_point("after-append")
         if not result.duplicate:
-            trigger = self._trigger(result.total_tokens, result.user_turns)
+            trigger = compaction_trigger(self.limits, result.total_tokens, result.user_turns)
             if trigger is not None:
                 await self._compact_quietly(trigger)
-
-    def _trigger(self, total: int, user_turns: int) -> str | None:
-        if total >= self.limits.hard:
-            return "hard_limit"
-        every = self.limits.summarize_every
-        if every is not None and user_turns >= every:
-            return "summarize_every"
-        return None
 
     async def _compact_quietly(self, trigger: str) -> None:
         # The append committed: whatever happens here, add() reports the item as stored
