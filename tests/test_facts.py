@@ -78,6 +78,9 @@ def test_sentences_and_their_kinds() -> None:
     assert is_constraint("Never restart payments during business hours.")
     assert is_constraint("Turn 3: never deploy on Fridays.")
     assert not is_constraint("Never hurts to ask!")
+    assert not is_constraint("You must have hiked it too.")  # a guess about the past
+    assert not is_constraint("We must have been tired.")
+    assert is_constraint("You must have a valid ticket to board.")
     assert is_request("Please check the nightly backup.")
     assert not is_request("I checked the nightly backup.")
     assert score("My sister Ana moved to Berlin in 2021.") > score("I think that is nice.") > 0
@@ -137,3 +140,15 @@ def test_a_question_answered_by_a_later_turn_of_another_speaker() -> None:
     assert [f.text for f in found.facts] == ["Melanie: We went camping at Big Sur with the kids."]
     # Answered: neither open nor the objective.
     assert found.open_questions == () and found.objective is None
+
+
+def test_a_long_sentence_is_kept_whole_not_cut_mid_clause() -> None:
+    said = (
+        "Yeah it was hard at first but I actually had a better time in Gilbert than most "
+        "of my high school years in Portland."
+    )
+    (fact,) = extract_facts([make_item(said, MemoryKind.USER_MESSAGE, seq=1)])
+    assert fact.text == f"User: {said}"
+    rambling = " ".join(["I walked to the old mill by the river with my brother"] * 4) + "."
+    (cut,) = extract_facts([make_item(rambling, MemoryKind.USER_MESSAGE, seq=2)])
+    assert cut.text.endswith(" ...") and len(cut.text.split()) <= 23

@@ -235,6 +235,21 @@ def test_over_budget_whole_lines_go_least_informative_and_oldest_first() -> None
     assert "cafe" not in tighter and "Berlin" in tighter and "Biscuit" in tighter
 
 
+def test_a_shorter_line_uses_the_room_a_longer_worthier_one_left() -> None:
+    long_line = (
+        "My sister Ana Ruiz moved to Berlin in March 2021 for Siemens, Tom joined her in "
+        "May 2021 with Lea, Max and Biscuit."
+    )
+    items = [
+        item("I guess the cafe was kind of nice and I liked it there a lot, it was good.", seq=1),
+        item(long_line, seq=2),
+    ]
+    full = summarize(*items)
+    count = WordEstimator().count
+    tight = summarize(*items, budget=count(full) - count(long_line))  # no room for it
+    assert "Berlin" not in tight and "cafe" in tight
+
+
 def test_the_budget_is_counted_by_the_callers_estimator() -> None:
     items = [
         item(f"My colleague Dana{n} moved to Osaka in 20{n:02d} to open the office.", seq=n)

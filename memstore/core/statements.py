@@ -95,6 +95,9 @@ MIN_REQUEST_WORDS = 3
 #: A statement line holds at most this many of the speaker's words: the telling sentences
 #: of a long turn, not all of it.
 MAX_STATEMENT_WORDS = 20
+#: A single sentence up to this long is kept whole rather than cut at the line's length:
+#: half a sentence loses its point (the clause after the cut is often the answer).
+MAX_WHOLE_SENTENCE_WORDS = 32
 _CONSTRAINT_OPENERS = _words("never always don't dont only avoid must")
 _DIRECTED = re.compile(
     r"^(please )?(do not|make sure)\b|\b(you|we) must (?!be\b)|\bmust not\b", re.I
@@ -102,6 +105,12 @@ _DIRECTED = re.compile(
 #: A rule about something else ("the deploy must never run on Fridays"): a modal of
 #: obligation with "never" or "not", or "must" before a verb other than "be".
 _RULE = re.compile(r"\bmust(n't| not| never)\b|\bshould never\b|\bmust (?!be\b)[a-z]+", re.I)
+#: "must have" + a past participle: a deduction about the past, not a rule.
+_GUESS = re.compile(
+    r"\bmust(n't| not)? have (been|done|gone|had|known|seen|made|got|gotten|heard|felt|"
+    r"thought|told|said|taken|given|left|lost|found|met|come|become|[a-z]+ed|[a-z]+en)\b",
+    re.I,
+)
 _NOT_IMPERATIVE = FIRST_PERSON | _words(
     "you you're your he she they it it's its this that that's these those there there's "
     "the a an his her their yes no yeah what's he's she's they're we"
@@ -201,7 +210,8 @@ def score(sentence: str) -> float:
 
 def best_of(said: list[str], words: int = MAX_STATEMENT_WORDS) -> str:
     """The highest-scoring sentences of a turn that fit ``words``, in the order said (one
-    sentence longer than that is cut, marked with ``...``)."""
+    sentence longer than that is kept whole up to :data:`MAX_WHOLE_SENTENCE_WORDS`, else
+    cut, marked with ``...``)."""
     ranked = sorted(range(len(said)), key=lambda i: -score(said[i]))
     chosen: list[int] = []
     used = 0
@@ -213,7 +223,9 @@ def best_of(said: list[str], words: int = MAX_STATEMENT_WORDS) -> str:
         used += size
     text = " ".join(said[i] for i in sorted(chosen))
     parts = text.split()
-    return text if len(parts) <= words else " ".join(parts[:words]) + " ..."
+    if len(parts) <= max(words, MAX_WHOLE_SENTENCE_WORDS if len(chosen) == 1 else 0):
+        return text
+    return " ".join(parts[:words]) + " ..."
 
 
 def is_request(sentence: str) -> bool:
@@ -232,7 +244,11 @@ def is_request(sentence: str) -> bool:
 
 def is_constraint(sentence: str) -> bool:
     """An instruction that limits what may be done: it opens with the limit (``Never ...``,
-    ``Only ...``, ``Make sure ...``) or tells someone what they must do (``you must``)."""
+    ``Only ...``, ``Make sure ...``) or tells someone what they must do (``you must``).
+    ``must have`` with a past participle is a guess about the past (``you must have hiked
+    it``), not an obligation."""
+    if _GUESS.search(sentence):
+        return False
     if _DIRECTED.search(sentence):
         return True
     if _RULE.search(sentence) and first_word(sentence) not in FIRST_PERSON:

@@ -346,9 +346,9 @@ def _fit(digest: Digest, budget: int, count: CountTokens) -> str:
     order = _keep_order(lines)
     room = budget - count(digest.render_frame())
     kept, used = set(), 0
-    for line in order:  # strictly in order: a less worthy line never displaces a worthier
-        if used + line.cost > room:
-            break
+    for line in order:  # in order: a less worthy line never displaces a worthier one, but a
+        if used + line.cost > room:  # shorter one may use the room a long one left
+            continue
         kept.add(id(line))
         used += line.cost
     _remove(digest, [line for line in lines if id(line) not in kept])
