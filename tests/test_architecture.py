@@ -151,3 +151,16 @@ def test_no_two_modules_share_a_name_for_different_jobs() -> None:
         seen.setdefault(name.rsplit(".", 1)[-1], []).append(name)
     shared = {stem: names for stem, names in seen.items() if len(names) > 1}
     assert shared == {}, shared
+
+
+def test_every_package_travels_in_the_wheel() -> None:
+    """A folder missing from pyproject's package list installs nowhere: ``pip install .``
+    would ship a package that fails on its first import."""
+    import tomllib
+
+    pyproject = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())
+    listed = set(pyproject["tool"]["setuptools"]["packages"])
+    folders = {
+        module_name(path.parent / "x")[: -len(".x")] for path in PACKAGE.rglob("__init__.py")
+    }
+    assert folders - listed == set()

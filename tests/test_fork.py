@@ -262,7 +262,9 @@ async def test_forks_taken_while_another_process_writes_are_consistent(backend_u
     parent's ledger cut at its version, whatever was committed meanwhile."""
     async with MemoryStore.open(backend_url) as store:  # migrated before the worker starts
         worker = subprocess.Popen(
-            [sys.executable, str(WORKER), backend_url, "p", "w", "120"],
+            # Each summarizer call sleeps up to 0.2 s with no transaction open, so the worker
+            # runs for seconds and forks land between its commits however busy the machine.
+            [sys.executable, str(WORKER), backend_url, "p", "w", "120", "--slow", "0.2"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
