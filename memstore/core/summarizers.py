@@ -236,7 +236,9 @@ def parse_summary(text: str | None) -> Digest:
         if kind == QUESTION:
             digest.questions.append(make_fact(entry, kind=QUESTION))
         elif kind is not None:
-            digest.facts.add(make_fact(entry, said_on=said_on, kind=kind))
+            # A fact line names its slot as it did when extracted: a newer value replaces it.
+            slotted = kind in (FACT, DECISION)
+            digest.facts.add(make_fact(entry, said_on=said_on, kind=kind, slot_from_line=slotted))
         else:
             digest.other.setdefault(heading, []).append(entry)
     return digest
