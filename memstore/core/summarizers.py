@@ -236,8 +236,7 @@ def parse_summary(text: str | None) -> Digest:
         if kind == QUESTION:
             digest.questions.append(make_fact(entry, kind=QUESTION))
         elif kind is not None:
-            # A fact line names its slot as it did when extracted: a newer value replaces it.
-            slotted = kind in (FACT, DECISION)
+            slotted = kind in (FACT, DECISION)  # its slot, as when extracted: newer wins
             digest.facts.add(make_fact(entry, said_on=said_on, kind=kind, slot_from_line=slotted))
         else:
             digest.other.setdefault(heading, []).append(entry)
@@ -339,19 +338,9 @@ class _Line:
 
 
 def fit_summary(summary: str | Digest, budget: int, count: CountTokens) -> str:
-    """``summary`` within ``budget`` tokens (counted by ``count``), whole lines only: the
-    least informative and, among lines alike, the oldest go first; a model's own sections
-    (``Actions attempted:``) before any fact (module docstring).
-
-    Args:
-        summary: A summary's text (read with :func:`parse_summary`; returned unchanged when
-            it fits), or a :class:`Digest`, which is fitted in place.
-        budget: Tokens the result may take.
-        count: How they are counted (the session's estimator).
-
-    Returns:
-        The fitted text; ``""`` when not one line fits.
-    """
+    """``summary`` (a text, returned as is if it fits, or a :class:`Digest`, fitted in place)
+    within ``budget`` tokens by ``count``, whole lines only, the least informative first
+    (module docstring); ``""`` when not one line fits."""
     if isinstance(summary, str):
         if count(summary) <= budget:
             return summary
