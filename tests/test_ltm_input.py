@@ -13,7 +13,7 @@ import asyncio
 import json
 import re
 import unicodedata
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -91,11 +91,20 @@ def parse_memories(content: str) -> tuple[list[dict[str, Any]], list[str]]:
     tail = lines[close + 1 :]
     assert tail == [] or (len(tail) == 1 and OMITTED_NOTE.fullmatch(tail[0]))
     data_lines = lines[2:close]
-    for line in data_lines:
-        assert line.startswith('{"scope":') and line.endswith("}")
+    for number, line in enumerate(data_lines):
+        assert line.startswith('{"scope":' if number == 0 else '{"') and line.endswith("}")
         assert not set(line) & set("<>&")
         assert not {unicodedata.category(c) for c in line} & FORBIDDEN_CATEGORIES
-    return [json.loads(line) for line in data_lines], data_lines
+    return filled([json.loads(line) for line in data_lines]), data_lines
+
+
+def filled(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows with each left-out scope and when taken from the row before, as the notice says."""
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        before = out[-1] if out else {}
+        out.append({**{k: before[k] for k in ("scope", "when") if k in before}, **row})
+    return out
 
 
 async def fill(memory: SessionMemory, n: int, words: int = 20) -> None:
@@ -132,12 +141,14 @@ async def test_one_message_after_the_summary_before_the_items(any_store: MemoryS
     assert without[0]["content"].startswith(SUMMARY_PREAMBLE)
     assert with_memories[1]["role"] == "developer"
     assert with_memories[:1] + with_memories[2:] == without  # nothing else changed
-    data, _ = parse_memories(with_memories[1]["content"])
+    data, lines = parse_memories(with_memories[1]["content"])
     assert [(d["scope"], d["key"], d["value"]) for d in data] == [
         ("user:alice", "test_framework", "pytest"),  # earlier scopes first
         ("global", "language", "Python"),
     ]
-    assert datetime.fromisoformat(data[0]["updated_at"]).tzinfo is not None
+    today = datetime.now(UTC).date()  # set just now: the day it was set, in UTC
+    assert {d["when"] for d in data} <= {today.isoformat(), (today - timedelta(days=1)).isoformat()}
+    assert '"scope"' in lines[1] and '"when"' not in lines[1]  # said once, on the line before
 
 
 async def test_without_a_summary_the_memories_come_first(any_store: MemoryStore) -> None:
@@ -226,9 +237,10 @@ def test_no_value_can_break_out_of_its_line(key: str, value: Any) -> None:
     )
     line = memory_line(entry)
     assert len(line.splitlines()) == 1
-    data, _ = parse_memories(memories_message([entry, entry])["content"])
-    assert data[0] == data[1] == json.loads(line)
+    data, lines = parse_memories(memories_message([entry, entry])["content"])
+    assert data[0] == data[1] == {**json.loads(line), "scope": "user:fuzz", "when": "2030-01-01"}
     assert data[0]["key"] == key and data[0]["value"] == value
+    assert json.loads(lines[1]) == json.loads(line)  # the second line leaves out what repeats
 
 
 # -- the token budget ----------------------------------------------------------------------------
@@ -236,7 +248,7 @@ def test_no_value_can_break_out_of_its_line(key: str, value: Any) -> None:
 
 async def test_memories_count_against_the_hard_limit(any_store: MemoryStore) -> None:
     for i in range(12):
-        await any_store.ltm.set(f"fact-{i:02}", " ".join(f"f{i}w{j}" for j in range(8)))
+        await any_store.ltm.set(f"fact-{i:02}", " ".join(f"f{i}w{j}" for j in range(2)))
     memory = handle(any_store)
     await fill(memory, 7)  # 7 x (20 + 4) = 168 tokens: below the hard limit, no compaction
     stored_before = await memory.estimated_tokens()

@@ -23,7 +23,13 @@ def recalled_lines(messages: list[dict[str, object]]) -> list[dict[str, object]]
         lines = str(message["content"]).split("\n")
         if RECALL_OPEN in lines:
             block = lines[lines.index(RECALL_OPEN) + 1 : lines.index(RECALL_CLOSE)]
-            return [json.loads(line) for line in block]
+            out: list[dict[str, object]] = []
+            for line in block:  # a left-out session or time is the line before's
+                row = json.loads(line)
+                assert out or {"session", "when"} <= set(row)
+                before = out[-1] if out else {}
+                out.append({**{k: before[k] for k in ("session", "when") if k in before}, **row})
+            return out
     return []
 
 
@@ -104,3 +110,28 @@ async def test_long_term_entries_that_do_not_fit_are_chosen_by_relevance(
     await memory.add("user", "Any peanuts allergy I should know about?")
     messages = await memory.build_model_input()  # the newest user message is the query
     assert "allergic to peanuts" in json.dumps(messages)
+
+
+async def test_recall_has_room_before_the_entries_that_do_not_match(any_store: MemoryStore) -> None:
+    for i in range(80):  # far more than the input holds, none about the question
+        await any_store.ltm.set(f"note:{i:02}", f"ordinary remark number {i} about nothing much",
+                                scope=ALICE)  # fmt: skip
+    await any_store.ltm.set("note:ferry", "Alice takes the harbour ferry on Mondays", scope=ALICE)
+    old = any_store.session("alice-1", scope=ALICE, limits=LIMITS, estimator=WordEstimator(),
+                            consolidate=False)  # fmt: skip
+    for i in range(8):
+        await old.add("user", f"Ferry note {i}: the harbour ferry left pier {i} late again today")
+    fresh = any_store.session("alice-2", scope=ALICE, limits=LIMITS, estimator=WordEstimator())
+    messages = await fresh.build_model_input(recall="harbour ferry")
+    lines = recalled_lines(messages)
+    # Every passage about the ferry: more than half the hard limit, which the entries would
+    # otherwise have taken first.
+    assert sum("harbour ferry left pier" in str(line["text"]) for line in lines) == 8
+    raw = next(str(m["content"]) for m in messages if RECALL_OPEN in str(m["content"]))
+    assert WordEstimator().count(raw) > LIMITS.hard // 2
+    memories = json.dumps([m for m in messages if "<memories>" in str(m["content"])])
+    assert "harbour ferry on Mondays" in memories  # the entry that matches comes first
+    assert "ordinary remark" in memories  # the others fill what recall left
+    assert total_tokens(messages) <= LIMITS.hard
+    # Each line names its session; a line that leaves it out continues the line before.
+    assert raw.count('"session":"alice-1"') < len(lines)

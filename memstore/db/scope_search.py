@@ -27,8 +27,9 @@ from memstore.db.tables import compactions, items, sessions
 Passage = tuple[SearchHit, ...]
 #: Items after a match that come with it: another sitting's exchange is not in this input at
 #: all, so a match brings its answer and what followed. On the Chit-Chat sittings of
-#: ``benchmarks/fidelity.py --sittings`` one item after a match answered 32% of the questions
-#: of a subset, three 38%, six 38%: past three the passages crowd each other out.
+#: ``benchmarks/fidelity.py --sittings --skip 10`` one item after a match answered 41% of the
+#: questions, two 43%, three 45%, five 47%: past three each adds little, and on longer turns
+#: than chat's each one more crowds out a whole passage.
 REPLIES = 3
 #: Each summary's time, by (session, compaction number).
 SummaryTimes = dict[tuple[str, int], datetime]

@@ -258,6 +258,7 @@ class LongTermMemory:
         budget: int,
         *,
         query: Sequence[str] | None = None,
+        matching_only: bool = False,
     ) -> MemoriesBlock | None:
         """The "Relevant memories" message for ``scopes``, within ``budget`` tokens.
 
@@ -272,6 +273,8 @@ class LongTermMemory:
             budget: Tokens the message may use, framing included.
             query: Words to rank entries by when they do not all fit (already split:
                 :func:`memstore.core.search_terms.search_terms`).
+            matching_only: When they do not all fit, list only the entries that match
+                ``query`` (the model input gives recall its room first, then the rest).
 
         Returns:
             The block, or ``None`` when the scopes hold no live entry or none fits.
@@ -288,8 +291,10 @@ class LongTermMemory:
             return None
         block = fit_memories(entries, total, count, budget)
         if query and (block is None or block.omitted):
-            entries = await self._by_relevance(entries, scopes, query, now)
+            entries = await self._by_relevance(entries, scopes, query, now, matching_only)
             block = fit_memories(entries, total, count, budget)
+        elif matching_only and (block is None or block.omitted):
+            return None  # nothing to rank by: nothing matches
         return block
 
     async def _by_relevance(
@@ -298,6 +303,7 @@ class LongTermMemory:
         scopes: Sequence[str],
         query: Sequence[str],
         now: datetime,
+        matching_only: bool,
     ) -> builtins.list[LongTermEntry]:
         from memstore.core.search_terms import SearchScope
         from memstore.db import search as search_db
@@ -306,6 +312,8 @@ class LongTermMemory:
             self._db, query, SearchScope((), tuple(scopes)), MAX_RENDERED_ENTRIES, now
         )
         matched = [hit.entry for hit in hits if hit.entry is not None]
+        if matching_only:
+            return matched
         chosen = {(entry.scope, entry.key) for entry in matched}
         return matched + [e for e in entries if (e.scope, e.key) not in chosen]
 

@@ -5,14 +5,15 @@ limit between the parts, in this order:
 
 1. the "Relevant memories" message (long-term entries of the handle's scopes), at most
    ``ltm_budget`` tokens. Without an explicit ``ltm_budget`` the message may grow past
-   ``hard - target`` into the room working memory leaves (half of it when recall may need the
-   rest): a fresh session shows more memories. When the entries do not all fit, those that
-   best match the query (or the newest user message) go first (:meth:`LongTermMemory.memories`);
+   ``hard - target`` into the room working memory leaves: a fresh session shows more
+   memories. When the entries do not all fit, those that best match the query (or the newest
+   user message) go first (:meth:`LongTermMemory.memories`); when the input also recalls,
+   only those take their share first (half the room), and the others fill what recall left;
 2. recalled passages (what left working memory and matches the query), at most
    ``recall_budget`` tokens and never more than the memories left. A scoped session recalls
-   from its scope's other sessions too (:mod:`memstore.memory.cross_session_recall`), and without an
-   explicit ``recall_budget`` its recall may likewise fill the room working memory and the
-   memories leave;
+   from its scope's other sessions too (:mod:`memstore.memory.cross_session_recall`), and
+   without an explicit ``recall_budget`` its recall may likewise fill the room working memory
+   and the memories leave;
 3. working memory (summary and items) within what remains, through the policy's
    :func:`~memstore.core.policy.bounded_view`, so the whole input stays within the hard limit
    even while another worker is mid-compaction.
@@ -89,13 +90,19 @@ async def assemble(sources: InputSources, recall: str | None) -> list[dict[str, 
         sources.scope is not None or (snap is not None and snap.compaction_count > 0)
     )
     memories = None
+    # Without a fixed ltm_budget, recall is given its room before the entries that do not
+    # match the query: a passage that matches says more about the question than an entry
+    # that does not. Those entries then fill what recall left (below).
+    regrow = bool(sources.ltm_scopes) and may_recall and bool(query)
+    regrow = regrow and not sources.fixed_ltm_budget
     if sources.ltm_scopes:
         budget = sources.ltm_budget
         if not sources.fixed_ltm_budget:
             budget = max(budget, free // 2 if may_recall else free)
         memories = await sources.long_term().memories(
-            sources.ltm_scopes, sources.count, min(budget, hard), query=query
-        )
+            sources.ltm_scopes, sources.count, min(budget, hard), query=query,
+            matching_only=regrow,
+        )  # fmt: skip
     room = hard - (0 if memories is None else memories.tokens)
     if sources.scope is not None:
         from memstore.memory.cross_session_recall import ScopedHandle, scoped_recall
@@ -116,8 +123,17 @@ async def assemble(sources: InputSources, recall: str | None) -> list[dict[str, 
         return [] if memories is None else [memories.message]
     else:
         recalled = await _recall(sources, snap, terms, memories, room)
+    if regrow and (memories is None or memories.omitted):
+        shown = 0 if memories is None else memories.tokens
+        left = free - shown - (0 if recalled is None else recalled.tokens)
+        if left > 0:
+            grown = await sources.long_term().memories(
+                sources.ltm_scopes, sources.count, shown + left, query=query
+            )
+            memories = grown if grown is not None else memories
     if snap is None:
         return [block.message for block in (memories, recalled) if block is not None]
+    room = hard - (0 if memories is None else memories.tokens)
     budget = room - (0 if recalled is None else recalled.tokens)
     kept, summary = bounded_view(snap, sources.limits, sources.count, budget)
     return build_input(
