@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from agents import Agent, OpenAIResponsesModel, Runner
 from conftest import table_counts
+from test_scope_recall import recalled_lines
 
 from memstore import MemoryLimits, MemoryStore, WordEstimator
 from memstore.errors import ValidationError
 from memstore.model_side.stand_in_server import StandInModel, text_reply
 from memstore.openai_agents import MemstoreSession
-from memstore.render.recall import RECALL_CLOSE, RECALL_OPEN
 
 ALICE, BOB = "user:alice", "user:bob"
 LIMITS = MemoryLimits(hard=300, target=200, keep_recent=2)
@@ -34,15 +34,6 @@ def scoped(session_id: str, url: str, scope: str | None, **options: Any) -> Mems
     options.setdefault("estimator", WordEstimator())
     options.setdefault("limits", LIMITS)
     return MemstoreSession.from_url(session_id, url, scope=scope, **options)
-
-
-def recalled(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    for message in messages:
-        lines = str(message["content"]).split("\n")
-        if RECALL_OPEN in lines:
-            block = lines[lines.index(RECALL_OPEN) + 1 : lines.index(RECALL_CLOSE)]
-            return [json.loads(line) for line in block]
-    return []
 
 
 async def test_two_sdk_sessions_of_one_scope_share_recall(backend_url: str) -> None:
@@ -65,8 +56,8 @@ async def test_two_sdk_sessions_of_one_scope_share_recall(backend_url: str) -> N
     assert "TP1234" in json.dumps(standin.bodies[2]["input"])
     memory = await second.memory()
     assert memory.scope == ALICE
-    lines = recalled(await memory.build_model_input(recall="Lisbon flight airline"))
-    assert any(line["session"] == "alice-1" and "TP1234" in line["text"] for line in lines)
+    lines = recalled_lines(await memory.build_model_input(recall="Lisbon flight airline"))
+    assert any(line["session"] == "alice-1" and "TP1234" in str(line["text"]) for line in lines)
 
     # Another user's session, on the same database, never sees it.
     other = scoped("bob-1", backend_url, BOB, recall_budget=120)
