@@ -22,6 +22,7 @@ from memstore.memory.session import SessionMemory
 from memstore.model_side.openai_summarizer import (
     ITEMS_CLOSE,
     ITEMS_OPEN,
+    MIN_OUTPUT_TOKENS,
     PREVIOUS_CLOSE,
     PREVIOUS_OPEN,
     SUMMARY_INSTRUCTIONS,
@@ -68,9 +69,12 @@ async def test_request_carries_the_contract_and_only_the_candidates(store: Memor
 
     (body,) = standin.bodies
     assert body["model"] == MODEL
-    assert body["max_output_tokens"] == 321
+    # The worked example leaves the summary 10 tokens: said, and the call capped from it
+    # (at its floor here), never above the summarizer's own cap.
+    assert body["max_output_tokens"] == MIN_OUTPUT_TOKENS
     instructions = body["instructions"]
-    assert instructions == SUMMARY_INSTRUCTIONS.format(max_words=300)
+    assert instructions.startswith(SUMMARY_INSTRUCTIONS.format(max_words=7))
+    assert "room for at most 10 tokens" in " ".join(instructions.split())
     for phrase in (
         "Keep only observable state",
         "constraints, decisions, actions already attempted, and unresolved questions",
@@ -152,8 +156,10 @@ def test_stored_text_cannot_escape_its_fence() -> None:
 
 async def test_usage_reaches_the_stored_report(db_path: Path) -> None:
     standin = StandInModel(extractive_brain())
+    summarize = summarizer(standin)
     async with MemoryStore.open(db_path) as store:
-        await worked(store, summarizer(standin))
+        # Called the plain way: the worked example's 10-token room holds no line of it.
+        await worked(store, lambda previous, items: summarize(previous, items))
     async with MemoryStore.open(db_path) as store:  # read back from the database
         (report,) = await store.session("incident-42", estimator=WordEstimator()).reports()
     assert report.summary_error is None
@@ -315,5 +321,9 @@ async def test_the_stand_in_keeps_answers_as_facts_and_nothing_answered_open(
     assert len(reports) >= 3 and all(r.summary_error is None for r in reports)
     summary = await memory.summary() or ""
     assert "Open questions" not in summary and "New conversation session" not in summary
-    assert summary.startswith("On 8 May 2023:\n- Order A-100: courier DPD, due day 1")
+    # Within the room each compaction said, the oldest answers go first: the summary holds
+    # the newest of them, each as its fact, under the day they were said.
+    assert summary.startswith("On 8 May 2023:\n- Order A-1")
+    assert "- Order A-118: courier DPD, due day 4" in summary.splitlines()
+    assert all((r.summary_tokens or 0) <= 140 for r in reports)
     assert len(standin.requests) == len(reports)

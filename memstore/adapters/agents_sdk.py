@@ -127,9 +127,9 @@ class MemstoreSession:
 
     Args:
         memory: The session handle (``store.session("chat-1", limits=..., summarizer=...,
-            ltm_scopes=[...])``): its limits, estimator, summarizer and long-term scopes are
-            what the agent's history is bounded and built with. The store stays the
-            caller's: :meth:`close` does not close it.
+            ltm_scopes=[...], scope="user:alice")``): its limits, estimator, summarizer,
+            long-term scopes and scope are what the agent's history is bounded and built
+            with. The store stays the caller's: :meth:`close` does not close it.
         session_settings: The SDK's ``SessionSettings`` (or a dict of its fields); its
             ``limit`` applies when ``get_items`` is called without one.
 
@@ -152,6 +152,8 @@ class MemstoreSession:
         url: str | os.PathLike[str],
         *,
         session_settings: Any = None,
+        scope: str | None = None,
+        consolidate: bool = True,
         **session_options: Any,
     ) -> MemstoreSession:
         """A session on the database at ``url`` (a path or a database URL), opened on first
@@ -161,11 +163,26 @@ class MemstoreSession:
             session_id: The memstore session id.
             url: ``agent.db``, ``sqlite+aiosqlite:///agent.db``, ``postgresql+asyncpg://...``.
             session_settings: As for the constructor.
+            scope: The long-term scope the session belongs to (``user:alice``): the sessions
+                of one scope share recall (``recall_budget``, ``build_model_input(recall=..)``
+                on :meth:`memory`) and consolidate into that scope's long-term memory.
+            consolidate: For a scoped session, also consolidate what each compaction
+                removes (``False``: only when ``memory.consolidate()`` is called).
             session_options: Passed to :meth:`MemoryStore.session` (``limits``,
-                ``estimator``, ``summarizer``, ``ltm_scopes``, ``ltm_budget``).
+                ``estimator``, ``summarizer``, ``ltm_scopes``, ``ltm_budget``,
+                ``recall_budget``, ``extractor``).
+
+        Raises:
+            ValidationError: a bad session id or ``scope`` (checked here, before anything
+                is opened or written).
         """
+        if scope is not None:
+            from memstore.core.ltm_entries import validate_scope
+
+            scope = validate_scope(scope)
         self = cls.__new__(cls)
-        self._open_on_use(session_id, url, session_settings, session_options)
+        options = {**session_options, "scope": scope, "consolidate": consolidate}
+        self._open_on_use(session_id, url, session_settings, options)
         return self
 
     def _open_on_use(

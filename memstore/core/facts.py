@@ -20,7 +20,11 @@ Reading the items oldest first:
 * **Decisions** (DECISION items) and the user's **constraints** (must, never, only, ...) are
   facts of their own kinds; reasoning items are the model's thinking, not facts.
 * A fact said again is kept once; a fact with an ``attribute`` replaces an older one with
-  the same subject and attribute (a newer status of the same order).
+  the same subject and attribute (a newer status of the same order). A tool result's slot
+  is read from its line (:func:`memstore.core.tool_results.line_slot`: the subject before
+  the colon, the keys of its values), and so is a line read back from a summary, so a newer
+  value replaces an older one across compactions too. Statements, answers in the replier's
+  words, constraints and decisions name no slot: none of them replaces another.
 
 Pure: no I/O. The extractive summarizer builds its lines from these, and long-term memory
 consolidation reads them too.
@@ -34,6 +38,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from memstore.core.dates import format_date, parse_formatted, pin_relative, session_date
+from memstore.core.slots import slot_key
 from memstore.core.statements import (
     best_of,
     content_words,
@@ -46,7 +51,13 @@ from memstore.core.statements import (
     sentences,
     tidy,
 )
-from memstore.core.tool_results import attributed, call_subject, question_subject, result_values
+from memstore.core.tool_results import (
+    attributed,
+    call_subject,
+    line_slot,
+    question_subject,
+    result_values,
+)
 from memstore.core.values import MemoryItem, MemoryKind, MemoryRole, Priority
 
 FACT, DECISION, CONSTRAINT, QUESTION = "fact", "decision", "constraint", "question"
@@ -128,10 +139,20 @@ def make_fact(
     seqs: tuple[int, ...] = (),
     said_on: str | None = None,
     kind: str = FACT,
+    slot_from_line: bool = False,
 ) -> Fact:
-    """A :class:`Fact` with its text clipped to one line and its weight computed."""
+    """A :class:`Fact` with its text clipped to one line and its weight computed.
+
+    With ``slot_from_line``, the subject and attribute are the ones the clipped line names
+    (:func:`~memstore.core.tool_results.line_slot`), the same whether the line was just
+    extracted or read back from a summary; a line that names none keeps ``subject`` and has
+    no attribute (no slot).
+    """
     words = text.split()
     line = " ".join(words[:MAX_FACT_WORDS]) + (" ..." if len(words) > MAX_FACT_WORDS else "")
+    if slot_from_line:
+        named, attribute = line_slot(line)
+        subject = named or subject
     return Fact(subject, attribute, line, seqs, said_on, line_weight(line, kind), kind)
 
 
@@ -148,7 +169,7 @@ class FactList:
     facts: list[Fact] = field(default_factory=list)
     _keys: list[frozenset[str]] = field(default_factory=list)  # one per fact, in order
     _known: set[frozenset[str]] = field(default_factory=set)
-    _slots: dict[tuple[str, str], int] = field(default_factory=dict)  # slot -> id(fact)
+    _slots: dict[str, Fact] = field(default_factory=dict)  # slot key -> its newest fact
 
     def add(self, fact: Fact) -> bool:
         """Add ``fact`` unless it is already known; ``False`` when it was a repeat."""
@@ -156,11 +177,11 @@ class FactList:
         if key in self._known or any(key <= other for other in self._keys[-REPEAT_WINDOW:]):
             return False
         if fact.attribute:
-            slot = (fact.subject.lower(), fact.attribute.lower())
+            slot = slot_key(fact.subject, fact.attribute)  # the key consolidation writes
             older = self._slots.get(slot)
             if older is not None:
-                self.discard({older})
-            self._slots[slot] = id(fact)
+                self.discard({id(older)})
+            self._slots[slot] = fact
         self.facts.append(fact)
         self._keys.append(key)
         self._known.add(key)
@@ -258,10 +279,10 @@ class _Reader:
             make_fact(
                 text,
                 subject=subject or tool,
-                attribute=tool,
                 seqs=(item.seq,),
                 said_on=self.said_on,
                 kind=kind,
+                slot_from_line=True,
             )
         )
         for question in waiting:

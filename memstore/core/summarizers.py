@@ -34,7 +34,8 @@ essential first::
 Lines are never paraphrased, so a later compaction reads the summary back
 (:func:`parse_summary`) and folds new items in without a fact drifting. Over budget, whole
 lines go, the least informative first and, among those alike, the oldest; a model's own
-sections (``Actions attempted:``) go before any of these.
+sections (``Actions attempted:``) go before any of these (:func:`fit_summary`, which fits a
+model's summary the same way).
 """
 
 from __future__ import annotations
@@ -235,7 +236,8 @@ def parse_summary(text: str | None) -> Digest:
         if kind == QUESTION:
             digest.questions.append(make_fact(entry, kind=QUESTION))
         elif kind is not None:
-            digest.facts.add(make_fact(entry, said_on=said_on, kind=kind))
+            slotted = kind in (FACT, DECISION)  # its slot, as when extracted: newer wins
+            digest.facts.add(make_fact(entry, said_on=said_on, kind=kind, slot_from_line=slotted))
         else:
             digest.other.setdefault(heading, []).append(entry)
     return digest
@@ -314,7 +316,7 @@ class ExtractiveSummarizer:
         budget = self.max_tokens if max_tokens is None else max_tokens
         if self.max_tokens is not None:
             budget = min(budget if budget is not None else self.max_tokens, self.max_tokens)
-        text = _fit(
+        text = fit_summary(
             digest,
             DEFAULT_MAX_TOKENS if budget is None else budget,
             count_tokens or self.estimator.count,
@@ -335,8 +337,15 @@ class _Line:
     cost: int = 0
 
 
-def _fit(digest: Digest, budget: int, count: CountTokens) -> str:
-    """The digest rendered within ``budget`` tokens, whole lines only (module docstring)."""
+def fit_summary(summary: str | Digest, budget: int, count: CountTokens) -> str:
+    """``summary`` (a text, returned as is if it fits, or a :class:`Digest`, fitted in place)
+    within ``budget`` tokens by ``count``, whole lines only, the least informative first
+    (module docstring); ``""`` when not one line fits."""
+    if isinstance(summary, str):
+        if count(summary) <= budget:
+            return summary
+        summary = parse_summary(summary)
+    digest = summary
     text = digest.render()
     if count(text) <= budget:
         return text

@@ -7,7 +7,9 @@ only its call says what it was about (``lookup_order({"order": 3})``). Both are 
 * :func:`result_values` reduces a result to its values, compactly (``status shipped,
   carrier DHL, eta 2024-06-14``), keeping from a long text result the clauses that carry
   specifics;
-* :func:`attributed` writes the one fact line: the subject, then what answered it.
+* :func:`attributed` writes the one fact line: the subject, then what answered it;
+* :func:`line_slot` reads the slot back from such a line (its subject and the keys of its
+  values), so a line a summary kept and a fresh one name the same slot the same way.
 
 Pure: no I/O.
 """
@@ -178,3 +180,45 @@ def attributed(subject: str, values: str) -> str:
     if subject.lower() in lowered or named in lowered:
         return values[:1].upper() + values[1:]
     return f"{subject[:1].upper()}{subject[1:]}: {values}"
+
+
+#: A value as :func:`_pairs` writes it: a lowercase key word, then the value.
+_PAIR = re.compile(r"^([a-z][a-z0-9]*) \S")
+#: A record's field as a text result writes it (``Status: escalated``).
+_FIELD = re.compile(r"^([A-Za-z][A-Za-z0-9 _-]{0,30}?):\s+\S")
+#: Labels that name a speaker, never a thing with values.
+_SPEAKERS = frozenset(("user", "assistant", "developer", "system"))
+_MAX_LABEL_WORDS = 4
+
+
+def line_slot(line: str) -> tuple[str, str]:
+    """The slot a fact line names: ``(subject, attribute)``, or ``("", "")`` for a line that
+    is not a subject with values.
+
+    The subject is the label before the first ``": "`` (``Order 3: status shipped,
+    carrier DHL`` -> ``Order 3``), the attribute the keys of its ``key value`` pairs as
+    :func:`attributed` writes a JSON result (``carrier status``, sorted). A text record
+    (``Ticket T-77; Status: escalated; Assignee: Bob``) names its first part and its fields.
+    A sentence (``Caroline: I went ...``, ``Order 3: it left on Monday.``: a capital first,
+    or a full stop last) names no slot, and neither does a speaker's label (``User:``):
+    statements never replace each other.
+    """
+    label, sep, body = line.partition(": ")
+    if sep and _plain_label(label):
+        keys = [m[1] for part in re.split(r", |; ", body) if (m := _PAIR.match(part))]
+        if keys and _PAIR.match(body) and not body.rstrip().endswith((".", "!", "?")):
+            return label, " ".join(sorted(set(keys)))
+    parts = line.split("; ")
+    if len(parts) > 1 and ":" not in parts[0] and _plain_label(parts[0]):
+        fields = [m[1].lower() for part in parts[1:] if (m := _FIELD.match(part))]
+        if fields:
+            return parts[0], " ".join(sorted(set(fields)))
+    return "", ""
+
+
+def _plain_label(label: str) -> bool:
+    return (
+        0 < len(label.split()) <= _MAX_LABEL_WORDS
+        and not any(ch in label for ch in ",;")
+        and label.strip().lower() not in _SPEAKERS
+    )

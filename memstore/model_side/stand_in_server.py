@@ -36,7 +36,11 @@ from typing import TYPE_CHECKING, Any
 
 from memstore.core.summarizers import ExtractiveSummarizer
 from memstore.core.values import DEFAULT_KIND, MemoryItem, MemoryKind, Priority, parse_kind
-from memstore.model_side.openai_summarizer import SUMMARY_INSTRUCTIONS, parse_summary_request
+from memstore.model_side.openai_summarizer import (
+    SUMMARY_INSTRUCTIONS,
+    parse_summary_request,
+    room_of,
+)
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -178,7 +182,8 @@ def extractive_brain(max_tokens: int = 400) -> Brain:
     """A stand-in summarization model that answers what :class:`ExtractiveSummarizer` would.
 
     It decodes the fenced JSON lines the summarizer sent (so escaping must round-trip), runs
-    the extractive summarizer on them, and replies with the text and a usage count.
+    the extractive summarizer on them within the room the instructions say (as a model that
+    heeds them would), and replies with the text and a usage count.
     """
     summarizer = ExtractiveSummarizer(max_tokens=max_tokens)
 
@@ -201,7 +206,8 @@ def extractive_brain(max_tokens: int = 400) -> Brain:
                     estimated_tokens=0,
                 )
             )
-        summary = summarizer.summarize("\n".join(previous) or None, items)
+        room = room_of(str(request.get("instructions") or ""))
+        summary = summarizer.summarize("\n".join(previous) or None, items, max_tokens=room)
         return text_reply(request, summary)
 
     return brain
