@@ -8,6 +8,9 @@ active or forgotten (their working memory is not in this input). Each matched it
 the items right after it in its session (:data:`REPLIES`): the answer, and what followed. The
 sessions searched are exactly those whose recorded scope is the session's: the list is read in
 the same transaction, so a session of another scope can never appear.
+
+:func:`confined_search` is the store-wide search of a reader confined to one scope (``memstore
+mcp --scope``): its scope's sessions and the unscoped ones, read with the search.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from functools import partial
 
-from sqlalchemy import Connection, select, tuple_
+from sqlalchemy import Connection, or_, select, tuple_
 
 from memstore.core.search_terms import SearchHit, SearchScope
 from memstore.db.engine import Database
@@ -35,8 +38,22 @@ REPLIES = 3
 SummaryTimes = dict[tuple[str, int], datetime]
 
 
-def _scope_members(conn: Connection, scope: str, own: str) -> list[str]:
-    stmt = select(sessions.c.id).where(sessions.c.scope == scope, sessions.c.id != own)
+def scope_members(
+    conn: Connection, scope: str, *, unscoped: bool = False, but: str | None = None
+) -> list[str]:
+    """The ids of the sessions recorded in ``scope``, sorted (a read).
+
+    Args:
+        scope: The long-term scope.
+        unscoped: Also the sessions recorded in no scope.
+        but: A session id left out (the recalling session itself).
+    """
+    where = sessions.c.scope == scope
+    if unscoped:
+        where = or_(where, sessions.c.scope.is_(None))
+    stmt = select(sessions.c.id).where(where)
+    if but is not None:
+        stmt = stmt.where(sessions.c.id != but)
     return sorted(row.id for row in conn.execute(stmt))
 
 
@@ -111,7 +128,7 @@ def scope_passage_rows(
     found: list[Passage] = []
     if own:
         found += passage_rows(conn, terms, session_id, limit, now)
-    others = tuple(_scope_members(conn, scope, session_id))
+    others = tuple(scope_members(conn, scope, but=session_id))
     if others:
         hits = search_rows(conn, terms, SearchScope(others, (), include_active=True), limit, now)
         found += _with_replies(conn, hits)
@@ -142,4 +159,36 @@ async def scope_passages(
             now=now,
             own=own,
         )
+    )
+
+
+def confined_rows(
+    conn: Connection,
+    terms: Sequence[str],
+    search: SearchScope,
+    scope: str,
+    limit: int,
+    now: datetime,
+) -> list[SearchHit]:
+    """:func:`~memstore.db.search.search_rows` over the sessions of ``scope`` and those of no
+    scope only (a read): ``search.sessions`` narrows them further, never widens them. The list
+    is read in the same transaction as the search, so a session of another scope never
+    appears."""
+    if search.sessions != ():
+        members = scope_members(conn, scope, unscoped=True)
+        if search.sessions is not None:
+            wanted = set(search.sessions)
+            members = [member for member in members if member in wanted]
+        search = SearchScope(tuple(members), search.scopes, search.include_active)
+    return search_rows(conn, terms, search, limit, now)
+
+
+async def confined_search(
+    db: Database, terms: Sequence[str], search: SearchScope, scope: str, limit: int, now: datetime
+) -> list[SearchHit]:
+    """:func:`confined_rows` in one read transaction (no terms: no hits, no query)."""
+    if not terms:
+        return []
+    return await db.run_read(
+        partial(confined_rows, terms=terms, search=search, scope=scope, limit=limit, now=now)
     )
