@@ -33,7 +33,11 @@ INSTALL_HINT = "memstore mcp needs the MCP SDK: pip install 'memstore[mcp]'"
     help="Serve streamable HTTP on HOST:PORT (HOST: 127.0.0.1 if omitted; port 0 picks a "
     "free one) instead of stdio.",
 )
-@click.option("--scope", default=None, help="Pin long-term memory to this scope (user:alice).")
+@click.option(
+    "--scope",
+    default=None,
+    help="Pin long-term memory and sessions to this scope (user:alice).",
+)
 @click.option("--read-only", is_flag=True, help="Refuse every write; open the database read-only.")
 @click.option(
     "--token-env",

@@ -4,7 +4,10 @@
   header, its summary, every item ever appended with its fate (``dropped``, ``summarized``,
   ``evicted``... or ``null`` while active) and every compaction with the summary it produced.
 * ``memstore://ltm/{scope}``: the scope's live entries, as the fenced memories block that
-  ``list_memories`` returns. A server pinned with ``--scope`` offers that scope only.
+  ``list_memories`` returns.
+
+A server pinned with ``--scope`` offers that scope only, and the sessions recorded in it or in
+no scope (:mod:`memstore.adapters.mcp.confinement`).
 
 Both are URI templates; the listing also names the most recently updated sessions and every
 scope that holds entries, so a client can offer them in a picker. Text in them is labelled as
@@ -68,8 +71,10 @@ class McpResources:
         self.tools = tools
 
     async def listed(self) -> list[ResourceInfo]:
-        """The recent sessions, then every scope with live entries (the pinned one only)."""
+        """The recent sessions (of the pinned scope or of none), then every scope with live
+        entries (the pinned one only)."""
         store = self.tools.store
+        served = [info for info in await store.sessions() if self.tools.serves(info.scope)]
         found = [
             ResourceInfo(
                 SESSIONS + quote(info.id, safe=":@"),
@@ -78,7 +83,7 @@ class McpResources:
                 f"{counted(info.compaction_count, 'compaction')}.",
                 JSON,
             )
-            for info in (await store.sessions())[:MAX_LISTED_SESSIONS]
+            for info in served[:MAX_LISTED_SESSIONS]
         ]
         pinned = self.tools.pinned
         found += [
@@ -98,12 +103,14 @@ class McpResources:
 
         Raises:
             ValidationError: an unknown URI, a malformed id or scope, a scope outside the
-                pinned one.
+                pinned one, a session of another scope.
             SessionNotFoundError: no such session.
         """
         if uri.startswith(SESSIONS):
             session_id = validate_session_id(unquote(uri.removeprefix(SESSIONS)))
-            return audit_view(await self.tools.store.history(session_id)), JSON
+            history = await self.tools.store.history(session_id)
+            self.tools.check_session(session_id, history.info.scope)
+            return audit_view(history), JSON
         if uri.startswith(SCOPES):
             scope = self.tools.confined(unquote(uri.removeprefix(SCOPES)))
             return await self.tools.list_memories(scope=scope), TEXT

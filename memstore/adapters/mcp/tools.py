@@ -8,13 +8,15 @@ sent. Every write's answer is made from what the write returned: a write that co
 reported as failed by a read after it.
 
 Long-term tools work in one scope: the ``scope`` argument (``global`` by default), or the scope
-the server is pinned to with ``--scope``, which is then the only one they may name.
+the server is pinned to with ``--scope``, which is then the only one they may name; session
+tools then serve that scope's sessions and those of no scope only, and create sessions in it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from memstore.adapters.mcp.confinement import Confinement
 from memstore.adapters.mcp.render import (
     as_json,
     counted,
@@ -23,14 +25,15 @@ from memstore.adapters.mcp.render import (
     search_view,
     session_view,
 )
-from memstore.core.ltm_entries import DEFAULT_SCOPE, validate_scope
+from memstore.core.ltm_entries import DEFAULT_SCOPE
 from memstore.core.search_terms import SearchScope, search_terms, validate_limit
 from memstore.core.tokens import RecordedEstimator, TokenEstimator
 from memstore.core.validation import validate_session_id
 from memstore.core.values import CompactionReport, MemoryKind, MemoryRole, Priority
 from memstore.db import reads
 from memstore.db import search as search_db
-from memstore.errors import SessionNotFoundError, ValidationError
+from memstore.db.scope_search import confined_search
+from memstore.errors import SessionNotFoundError
 from memstore.memory.session import SessionMemory
 from memstore.memory.store import MemoryStore
 from memstore.model_side.agent_tools import Tool
@@ -62,12 +65,13 @@ def _object(properties: dict[str, Any], *required: str) -> dict[str, Any]:
     }
 
 
-class McpTools:
+class McpTools(Confinement):
     """The tools over one store.
 
     Args:
         store: The open store.
-        scope: The long-term scope the server is pinned to (``None``: any scope).
+        scope: The long-term scope the server is pinned to (``None``: any scope); sessions of
+            another scope are then refused (:mod:`memstore.adapters.mcp.confinement`).
         estimator: Counts the tokens of sessions this server creates (an existing session
             keeps the estimator it was counted with).
     """
@@ -75,43 +79,8 @@ class McpTools:
     def __init__(
         self, store: MemoryStore, *, scope: str | None = None, estimator: TokenEstimator | None
     ) -> None:
-        self.store = store
-        self.pinned = None if scope is None else validate_scope(scope)
+        super().__init__(store, scope)
         self.estimator = estimator
-
-    # -- scopes --------------------------------------------------------------------------
-
-    def scope_schema(self, *, listing: bool = False) -> dict[str, Any]:
-        """The ``scope`` argument: free, or the pinned scope only."""
-        if self.pinned is not None:
-            return {
-                "type": "string",
-                "enum": [self.pinned],
-                "description": f"The long-term scope; this server serves {self.pinned} only.",
-            }
-        default = "every scope" if listing else f"'{DEFAULT_SCOPE}'"
-        return {
-            "type": "string",
-            "description": f"'global' or 'kind:name', e.g. user:alice (default: {default}).",
-        }
-
-    def scope(self, given: str | None) -> str:
-        """The scope one entry is read or written in: ``given``, else the pinned scope, else
-        ``global``."""
-        return self.confined(given) if given is not None else self.pinned or DEFAULT_SCOPE
-
-    def confined(self, given: object, field: str = "scope") -> str:
-        """``given`` as a scope this server may touch.
-
-        Raises:
-            ValidationError: naming ``field``: not a scope, or not the pinned scope.
-        """
-        scope = validate_scope(given, field)
-        if self.pinned is not None and scope != self.pinned:
-            raise ValidationError(
-                field, f"this server is confined to scope {self.pinned!r}, not {scope!r}"
-            )
-        return scope
 
     # -- long-term memory ----------------------------------------------------------------
 
@@ -166,9 +135,9 @@ class McpTools:
         limit: int = 10,
     ) -> str:
         """``store.search``, confined: a pinned server searches long-term entries of its scope
-        only (sessions have no scope yet: their history is searched as the other tools read
-        it). ``session_id`` narrows the history to one session (and, without ``scope``,
-        leaves long-term memory out)."""
+        and the history of its scope's sessions and of unscoped ones only. ``session_id``
+        narrows the history to one session (and, without ``scope``, leaves long-term memory
+        out); a session of another scope is refused."""
         terms = search_terms(query)
         scopes: tuple[str, ...] | None
         if scope is not None:
@@ -178,22 +147,26 @@ class McpTools:
         else:
             scopes = None if session_id is None else ()
         sessions = None if session_id is None else (validate_session_id(session_id),)
-        hits = await search_db.search(
-            self.store.database,
-            terms,
-            SearchScope(sessions, scopes),
-            validate_limit(limit),
-            reads.utcnow(),
-        )
+        if session_id is not None and self.pinned is not None:
+            await self.session_info(session_id)  # refuses another scope's session
+        chosen, count = SearchScope(sessions, scopes), validate_limit(limit)
+        if self.pinned is None:
+            hits = await search_db.search(self.store.database, terms, chosen, count, reads.utcnow())
+        else:
+            hits = await confined_search(
+                self.store.database, terms, chosen, self.pinned, count, reads.utcnow()
+            )
         return search_view(hits)
 
     # -- working memory ------------------------------------------------------------------
 
     async def _open_or_create(self, session_id: str) -> SessionMemory:
         try:
-            return await self.store.attach(session_id)
+            return await self.attach(session_id)
         except SessionNotFoundError:
-            return self.store.session(session_id, estimator=self.estimator)
+            # Created in the pinned scope: its compactions consolidate there, its recall
+            # spans the scope's sessions.
+            return self.store.session(session_id, estimator=self.estimator, scope=self.pinned)
 
     async def append_to_session(
         self,
@@ -235,24 +208,25 @@ class McpTools:
         if scopes is None:
             scopes = [] if self.pinned is None else [self.pinned]
         chosen = [self.confined(scope, "scopes") for scope in scopes]
-        memory = await self.store.attach(session_id, ltm_scopes=chosen)
+        memory = await self.attach(session_id, ltm_scopes=chosen)
         return as_json(await memory.build_model_input())
 
     async def show_session(self, session_id: str) -> str:
         """The session's header, summary and active items."""
-        memory = await self.store.attach(session_id)
+        memory = await self.attach(session_id)
         snapshot = await memory.require()
         info = await self.store.session_info(session_id)
         return session_view(info, snapshot.summary, snapshot.items)
 
     async def compaction_reports(self, session_id: str) -> str:
         """``memory.reports``: every compaction report, oldest first."""
-        return reports_view(await (await self.store.attach(session_id)).reports())
+        return reports_view(await (await self.attach(session_id)).reports())
 
     async def consolidate(self, session_id: str, dry_run: bool = False) -> str:
         """``memory.consolidate``: distil the session into long-term entries of its scope
         (a session that recorded none goes to the pinned scope); the run's report as JSON."""
         info = await self.store.session_info(session_id)
+        self.check_session(info.id, info.scope)
         scope = self.confined(info.scope or self.pinned or DEFAULT_SCOPE)
         memory = self.store.session(
             session_id,

@@ -1,0 +1,146 @@
+"""Sessions under ``--scope``: a pinned server serves the sessions of its scope and of no scope,
+refuses any other before writing, and creates sessions in its scope; an unpinned one serves
+every session. Through the SDK's client, in process, on each backend."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import mcp_client, table_counts, tool_text
+from mcp.shared.exceptions import MCPError
+
+from memstore import MemoryStore, WordEstimator
+
+ALICE = "user:alice"
+REFUSED = (
+    "session_id: this server is confined to scope 'user:alice'; "
+    "session 'b-1' belongs to another scope"
+)
+BOB_CALLS = [
+    ("append_to_session", {"session_id": "b-1", "content": "more", "role": "user"}),
+    ("build_model_input", {"session_id": "b-1"}),
+    ("show_session", {"session_id": "b-1"}),
+    ("compaction_reports", {"session_id": "b-1"}),
+    ("consolidate", {"session_id": "b-1"}),
+    ("consolidate", {"session_id": "b-1", "dry_run": True}),
+    ("search", {"query": "mango", "session_id": "b-1"}),
+    ("search", {"query": "mango", "session_id": "b-1", "scope": ALICE}),
+]
+
+
+@pytest.fixture
+async def three_sessions(any_store: MemoryStore) -> MemoryStore:
+    """Alice's session, Bob's, and one recorded in no scope, each with its own fruit."""
+    for session_id, scope, text in [
+        ("a-1", ALICE, "My secret fruit is kiwi, I prefer kiwi."),
+        ("b-1", "user:bob", "My secret fruit is mango, I prefer mango."),
+        ("old-1", None, "My secret fruit is papaya, I prefer papaya."),
+    ]:
+        memory = any_store.session(session_id, estimator=WordEstimator(), scope=scope)
+        await memory.add("user", text)
+        await memory.add("assistant", f"Noted about {session_id}.")
+    return any_store
+
+
+async def test_a_pinned_search_never_returns_another_scopes_session(
+    three_sessions: MemoryStore,
+) -> None:
+    async with mcp_client(three_sessions, scope=ALICE) as client:
+        everywhere = tool_text(await client.call_tool("search", {"query": "secret fruit"}))
+        mango = tool_text(await client.call_tool("search", {"query": "mango"}))
+        own = tool_text(await client.call_tool("search", {"query": "fruit", "session_id": "a-1"}))
+        old = tool_text(await client.call_tool("search", {"query": "fruit", "session_id": "old-1"}))
+        absent = await client.call_tool("search", {"query": "fruit", "session_id": "nobody"})
+        refused = await client.call_tool("search", {"query": "fruit", "session_id": "b-1"})
+    assert "kiwi" in everywhere and "papaya" in everywhere
+    assert "mango" not in everywhere and "b-1" not in everywhere
+    assert mango == "No stored text matches those words."
+    assert "kiwi" in own and "papaya" not in own
+    assert "papaya" in old and "kiwi" not in old
+    assert tool_text(absent) == "No stored text matches those words."
+    assert refused.is_error and tool_text(refused) == REFUSED
+    assert "mango" not in tool_text(refused)
+
+
+async def test_a_pinned_server_refuses_another_scopes_session_and_writes_nothing(
+    three_sessions: MemoryStore,
+) -> None:
+    before = await table_counts(three_sessions)
+    bob = await three_sessions.session_info("b-1")
+    async with mcp_client(three_sessions, scope=ALICE) as client:
+        results = [await client.call_tool(name, arguments) for name, arguments in BOB_CALLS]
+        with pytest.raises(MCPError) as raised:
+            await client.read_resource("memstore://sessions/b-1")
+    for (name, _), result in zip(BOB_CALLS, results, strict=True):
+        assert result.is_error, name
+        assert tool_text(result) == REFUSED, name
+    assert str(raised.value) == REFUSED
+    assert await table_counts(three_sessions) == before
+    assert await three_sessions.session_info("b-1") == bob
+    assert await three_sessions.ltm.list() == []
+
+
+async def test_a_pinned_server_creates_sessions_in_its_scope(three_sessions: MemoryStore) -> None:
+    async with mcp_client(three_sessions, scope=ALICE) as client:
+        appended = await client.call_tool(
+            "append_to_session",
+            {"session_id": "a-2", "content": "Which fruit do I prefer?", "role": "user"},
+        )
+    assert not appended.is_error
+    assert (await three_sessions.session_info("a-2")).scope == ALICE
+    # So its recall spans Alice's sessions and no other.
+    memory = await three_sessions.attach("a-2", recall_budget=200)
+    given = json.dumps(await memory.build_model_input(recall="secret fruit prefer"))
+    assert "kiwi" in given and "mango" not in given and "papaya" not in given
+
+
+async def test_a_pinned_server_still_serves_an_unscoped_session(
+    three_sessions: MemoryStore,
+) -> None:
+    async with mcp_client(three_sessions, scope=ALICE) as client:
+        results = [
+            await client.call_tool(
+                "append_to_session", {"session_id": "old-1", "content": "More.", "role": "user"}
+            ),
+            await client.call_tool("build_model_input", {"session_id": "old-1"}),
+            await client.call_tool("show_session", {"session_id": "old-1"}),
+            await client.call_tool("compaction_reports", {"session_id": "old-1"}),
+            await client.call_tool("consolidate", {"session_id": "old-1", "dry_run": True}),
+        ]
+        (audit,) = (await client.read_resource("memstore://sessions/old-1")).contents
+        uris = [str(r.uri) for r in (await client.list_resources()).resources]
+    assert not any(result.is_error for result in results)
+    assert "Appended item #3 to session old-1" in tool_text(results[0])
+    assert "papaya" in tool_text(results[2])
+    assert json.loads(audit.text)["session"]["id"] == "old-1"
+    info = await three_sessions.session_info("old-1")
+    assert info.scope is None and info.items_total == 3
+    assert sorted(uri for uri in uris if uri.startswith("memstore://sessions/")) == [
+        "memstore://sessions/a-1",
+        "memstore://sessions/old-1",
+    ]
+
+
+async def test_an_unpinned_server_serves_every_session(three_sessions: MemoryStore) -> None:
+    async with mcp_client(three_sessions) as client:
+        everywhere = tool_text(await client.call_tool("search", {"query": "secret fruit"}))
+        bob = tool_text(await client.call_tool("search", {"query": "fruit", "session_id": "b-1"}))
+        shown = await client.call_tool("show_session", {"session_id": "b-1"})
+        appended = await client.call_tool(
+            "append_to_session", {"session_id": "n-1", "content": "Hello.", "role": "user"}
+        )
+        (audit,) = (await client.read_resource("memstore://sessions/b-1")).contents
+        uris = [str(r.uri) for r in (await client.list_resources()).resources]
+    assert all(fruit in everywhere for fruit in ("kiwi", "mango", "papaya"))
+    assert "mango" in bob and "kiwi" not in bob
+    assert not shown.is_error and "mango" in tool_text(shown)
+    assert not appended.is_error
+    assert (await three_sessions.session_info("n-1")).scope is None
+    assert json.loads(audit.text)["session"]["id"] == "b-1"
+    assert sorted(uri for uri in uris if uri.startswith("memstore://sessions/")) == [
+        "memstore://sessions/a-1",
+        "memstore://sessions/b-1",
+        "memstore://sessions/n-1",
+        "memstore://sessions/old-1",
+    ]
