@@ -340,8 +340,3 @@ async def derived_entries(
 
     return await db.run_read(read)
 
-
-async def scope_sessions(db: Database, scope: str) -> list[str]:
-    """The ids of the sessions that belong to ``scope``."""
-    stmt = select(sessions.c.id).where(sessions.c.scope == scope).order_by(sessions.c.id)
-    return await db.run_read(lambda conn: [row.id for row in conn.execute(stmt)])
