@@ -1,9 +1,9 @@
 """A newer value replaces an older one across compactions, not only within one.
 
-A fact line names its slot (:func:`memstore.core.tool_results.line_slot`): the subject before
-the colon and the keys of its values. A line read back from a summary names the same slot
-as when it was extracted, so the next compaction's newer value of it replaces it; statements
-never replace each other.
+Within a compaction a tool result's slot is its subject and its tool. A line read back from a
+summary no longer knows its tool: a JSON result's new line replaces it when the old line has
+exactly the same subject and fields (:func:`memstore.core.tool_results.same_shape`).
+Statements, answers in words and results with other fields never replace one another.
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ import pytest
 from test_summarizers import item, lookup
 
 from memstore import ExtractiveSummarizer, MemoryKind, MemoryLimits, MemoryStore, WordEstimator
-from memstore.core.facts import FACT, FactList, extract, make_fact
+from memstore.core.facts import FactList, extract, make_fact
 from memstore.core.slots import fact_slot
-from memstore.core.summarizers import parse_summary
-from memstore.core.tool_results import line_slot
+from memstore.core.tool_results import same_shape, value_keys
 
 SHIPPED = "Order 3: status shipped, carrier DHL"
 DELIVERED = "Order 3: status delivered, carrier DHL"
@@ -39,29 +38,37 @@ def fold(previous: str | None, *items: object) -> str:
 
 
 @pytest.mark.parametrize(
-    ("line", "slot"),
+    ("line", "same"),
     [
-        ("Order 3: status shipped, carrier DHL", ("Order 3", "carrier status")),
-        ("EZ690: gate A12, boarding 20:15, status delayed", ("EZ690", "boarding gate status")),
-        ("Ticket T-77; Status: escalated; Assignee: Bob Smith", ("Ticket T-77", "assignee status")),
-        ("Caroline: I went to a support group yesterday (7 May 2023).", ("", "")),
-        ("Caroline: we went camping, kids loved it.", ("", "")),  # a sentence: a full stop
-        ("User: prefers window seats", ("", "")),  # a speaker's label names no thing
-        ("Order 3: It left the warehouse on Monday", ("", "")),  # an answer in words
-        ("Id A-1042, state in transit", ("", "")),  # no label
-        ("", ("", "")),
+        ("Order 3: status shipped, carrier DHL", True),
+        ("Order 3: status shipped, carrier DHL, eta 4 June", False),  # other fields
+        ("Order 4: status shipped, carrier DHL", False),  # another subject
+        ("Order 3: carrier DHL, status shipped", False),  # another order of fields
+        ("Caroline: status is what she cares about, carrier pigeons too", False),
+        ("Order 3: It left the warehouse on Monday, carrier said", False),  # words
+        ("Order 3: status shipped", False),
     ],
 )
-def test_a_line_names_its_slot_or_none(line: str, slot: tuple[str, str]) -> None:
-    assert line_slot(line) == slot
+def test_only_a_line_with_the_same_subject_and_fields_has_the_same_shape(
+    line: str, same: bool
+) -> None:
+    assert same_shape(line, "Order 3", ("status", "carrier")) is same
 
 
-def test_a_fresh_fact_and_its_read_back_line_name_the_same_slot() -> None:
+def test_a_flat_json_result_names_its_fields_in_the_order_its_line_lists_them() -> None:
+    result = json.dumps({"order_id": 3, "status": "shipped", "carrier": "DHL"})
+    assert value_keys(result, "order 3") == ("status", "carrier")  # the id is the subject
+    assert value_keys("Shipped with DHL.", "order 3") == ()  # text: no fields
+    assert value_keys(json.dumps({"items": [{"sku": 1}]}), "") == ()  # nested: no pairs
+
+
+def test_a_fresh_fact_keeps_its_tool_slot_and_the_fields_of_its_line() -> None:
     (fresh,) = extract(order(1, 3, "shipped")).facts
     assert fresh.text == SHIPPED
-    (back,) = parse_summary(f"Facts:\n- {fresh.text}").facts.facts
-    assert (back.subject, back.attribute) == (fresh.subject, fresh.attribute) != ("", "")
-    assert fact_slot(back) == fact_slot(fresh) == "fact:order-3:carrier-status"
+    assert (fresh.subject, fresh.attribute, fresh.shape) == (
+        "order 3", "lookup_order", ("status", "carrier"),
+    )  # fmt: skip
+    assert fact_slot(fresh) == "fact:order-3:lookup_order"  # consolidation's key, unchanged
 
 
 def test_an_order_whose_status_changes_between_compactions_keeps_only_the_newest() -> None:
@@ -98,18 +105,36 @@ def test_two_statements_by_the_same_speaker_both_stay() -> None:
     moved = item("Caroline: I moved to Porto last month with my partner Joao.", seq=3)
     second = fold(first, moved)
     assert "Lisbon" in second and "Porto" in second
-    # The same with any speaker's label, and with the user's own.
-    facts = FactList()
-    assert facts.add(make_fact("User: my home is Lisbon", slot_from_line=True))
-    assert facts.add(make_fact("User: my home is Porto now", slot_from_line=True))
-    assert len(facts.facts) == 2
 
 
-def test_an_answer_in_words_never_replaces_another() -> None:
+def test_a_result_never_replaces_a_statement_or_an_answer_in_words() -> None:
     facts = FactList()
-    for text in ("Flight BA117: It boards at gate B32.", "Flight BA117: It boards at gate C4."):
-        assert facts.add(make_fact(text, kind=FACT, slot_from_line=True))
-    assert len(facts.facts) == 2
+    for text in ("Caroline: went to the support group", "Order 3: it left on Monday, late"):
+        assert facts.add(make_fact(text))
+    assert facts.add(make_fact("Caroline: phone 555-0101", shape=("phone",)))  # a contact
+    assert facts.add(make_fact("Order 3: status shipped", shape=("status",)))
+    assert len(facts.facts) == 4
+
+
+def test_two_tools_about_one_order_keep_both_lines_within_a_compaction() -> None:
+    returns = lookup(
+        5,
+        "And its return?",
+        "return_status",
+        {"order_id": 3},
+        json.dumps({"order_id": 3, "status": "pending", "carrier": "DHL"}),
+        "Ok.",
+    )
+    lines = fold(None, *order(1, 3, "shipped"), *returns).splitlines()  # fmt: skip
+    assert f"- {SHIPPED}" in lines and "- Order 3: status pending, carrier DHL" in lines
+
+
+def test_a_text_result_of_the_same_tool_replaces_the_older_within_a_compaction() -> None:
+    first = lookup(1, "Where is order 3?", "track", {"order_id": 3}, "Left the depot in Leeds.",
+                   "Ok.")  # fmt: skip
+    later = lookup(5, "And now?", "track", {"order_id": 3}, "Delivered to Ana in Porto.", "Ok.")
+    summary = fold(None, *first, *later)
+    assert "Porto" in summary and "Leeds" not in summary
 
 
 async def test_through_the_store_the_summary_keeps_only_the_newest_status(
@@ -144,7 +169,8 @@ async def test_consolidation_supersedes_by_the_same_slot(any_store: MemoryStore)
         await memory.add("tool", json.dumps({"order_id": 3, "status": status, "carrier": "DHL"}))
         await memory.add("assistant", filler)
         await memory.consolidate()
-    entry = await any_store.ltm.get("fact:order-3:carrier-status", scope="user:alice")
+    key = "fact:order-3:carrier-status"  # no call named a tool: its fields name the slot
+    entry = await any_store.ltm.get(key, scope="user:alice")
     assert entry is not None and (entry.value, entry.version) == (DELIVERED, 2)
-    history = await any_store.ltm.history("fact:order-3:carrier-status", scope="user:alice")
+    history = await any_store.ltm.history(key, scope="user:alice")
     assert [change.value for change in history] == [SHIPPED, DELIVERED]

@@ -99,8 +99,8 @@ def test_extract_facts_gives_attributable_lines_with_their_items() -> None:
     facts = extract_facts(items)
     assert facts == [
         Fact(
-            subject="EZ690",  # the slot its line names, as when read back from a summary
-            attribute="boarding gate status",
+            subject="flight EZ690",
+            attribute="flight_status",
             text="EZ690: gate A12, boarding 20:15, status delayed",
             seqs=(4,),
             said_on="8 May 2023",

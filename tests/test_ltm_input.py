@@ -37,6 +37,7 @@ from memstore.render.input import (
     MEMORIES_OPEN,
     MEMORIES_PREAMBLE,
     SUMMARY_PREAMBLE,
+    entry_day,
     memories_message,
     memory_line,
 )
@@ -320,3 +321,23 @@ async def test_scopes_are_deduplicated_in_order_and_budget_defaults(store: Memor
     assert memory.ltm_scopes == ("user:alice", "global")
     assert memory.ltm_budget == LIMITS.hard - LIMITS.target
     assert handle(store, ltm_budget=199).ltm_budget == 199
+
+
+@pytest.mark.parametrize(
+    ("said_on", "day"),
+    [
+        ("8 May 2023", "8 May 2023"),  # as the conversation dated it
+        ("1:56 pm on 8 May, 2023", "8 May 2023"),
+        ("2026-11-30T09:12:00+00:00", "2026-11-30"),  # an item's time: its day
+        ("Today", "2030-01-02"),  # no day in it: the day it was set
+        ("", "2030-01-02"),
+        (None, "2030-01-02"),
+    ],
+)
+def test_an_entry_is_dated_by_the_day_it_was_said_else_the_day_it_was_set(
+    said_on: str | None, day: str
+) -> None:
+    now = datetime(2030, 1, 2, 23, 59, tzinfo=UTC)
+    entry = LongTermEntry("k", "user:a", "v", 1, now, now, source={"said_on": said_on})
+    assert entry_day(entry) == day
+    assert entry_day(LongTermEntry("k", "user:a", "v", 1, now, now)) == "2030-01-02"

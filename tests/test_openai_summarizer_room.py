@@ -114,8 +114,10 @@ async def test_a_reply_of_which_no_line_fits_comes_back_empty_with_its_usage() -
     assert result == "" and not result.kept_nothing  # not an answer: nothing usable
     assert result.usage is not None and result.usage["output_tokens"] > 0  # it was paid for
     standin = replying("Current objective: x")
+    assert await summarizer(standin)(None, ITEMS, max_tokens=1) == ""
+    assert standin.bodies[0]["max_output_tokens"] == MIN_OUTPUT_TOKENS  # never asked for 1
     assert await summarizer(standin)(None, ITEMS, max_tokens=0) == ""
-    assert standin.bodies[0]["max_output_tokens"] == MIN_OUTPUT_TOKENS  # never asked for 0
+    assert len(standin.bodies) == 1  # no room at all: no paid call
 
 
 async def test_an_empty_reply_is_still_an_error() -> None:

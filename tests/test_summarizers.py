@@ -10,7 +10,7 @@ from typing import Any
 from conftest import make_item
 
 from memstore import ExtractiveSummarizer, MemoryKind, Priority, TiktokenEstimator, WordEstimator
-from memstore.core.summarizers import SummaryText, parse_summary
+from memstore.core.summarizers import SummaryText, fit_summary, parse_summary
 from memstore.core.values import MemoryItem, MemoryRole
 
 
@@ -295,3 +295,12 @@ def test_a_models_sections_are_kept_and_sacrificed_first() -> None:
 
 def test_an_objective_alone_over_budget_is_dropped() -> None:
     assert summarize(item("Check " + "word " * 30, seq=1), budget=5) == ""
+
+
+def test_a_fitted_summary_is_within_its_budget_or_empty() -> None:
+    text = "Session date: 8 May 2023\nFacts:\n- Order 3: status shipped, carrier DHL"
+    count = WordEstimator().count
+    for budget in range(0, count(text) + 1):
+        fitted = fit_summary(text, budget, count)
+        assert count(fitted) <= budget  # the date too goes when it alone does not fit
+        assert fitted in ("", "Session date: 8 May 2023", text)

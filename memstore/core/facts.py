@@ -20,11 +20,12 @@ Reading the items oldest first:
 * **Decisions** (DECISION items) and the user's **constraints** (must, never, only, ...) are
   facts of their own kinds; reasoning items are the model's thinking, not facts.
 * A fact said again is kept once; a fact with an ``attribute`` replaces an older one with
-  the same subject and attribute (a newer status of the same order). A tool result's slot
-  is read from its line (:func:`memstore.core.tool_results.line_slot`: the subject before
-  the colon, the keys of its values), and so is a line read back from a summary, so a newer
-  value replaces an older one across compactions too. Statements, answers in the replier's
-  words, constraints and decisions name no slot: none of them replaces another.
+  the same subject and attribute (a newer status of the same order: a tool result's slot is
+  its subject and its tool, or its fields when no call named a tool). A line read back from
+  a summary no longer knows its slot: a JSON result's new line replaces it when it has the
+  same subject and the same fields (:func:`memstore.core.tool_results.same_shape`), so a
+  newer value replaces an older one across compactions too. Statements, answers in the
+  replier's words, constraints and decisions never replace one another.
 
 Pure: no I/O. The extractive summarizer builds its lines from these, and long-term memory
 consolidation reads them too.
@@ -54,9 +55,10 @@ from memstore.core.statements import (
 from memstore.core.tool_results import (
     attributed,
     call_subject,
-    line_slot,
     question_subject,
     result_values,
+    same_shape,
+    value_keys,
 )
 from memstore.core.values import MemoryItem, MemoryKind, MemoryRole, Priority
 
@@ -94,6 +96,8 @@ class Fact:
         said_on: The day it was said (``8 May 2023``) when known.
         weight: How informative it is; the least informative line goes first over budget.
         kind: ``fact``, ``decision``, ``constraint`` or ``question`` (an open one).
+        shape: The fields of a JSON tool result's line (``("status", "carrier")``); its
+            older line with the same subject and fields is the same slot.
     """
 
     subject: str
@@ -103,6 +107,7 @@ class Fact:
     said_on: str | None
     weight: float
     kind: str = FACT
+    shape: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -139,21 +144,12 @@ def make_fact(
     seqs: tuple[int, ...] = (),
     said_on: str | None = None,
     kind: str = FACT,
-    slot_from_line: bool = False,
+    shape: tuple[str, ...] = (),
 ) -> Fact:
-    """A :class:`Fact` with its text clipped to one line and its weight computed.
-
-    With ``slot_from_line``, the subject and attribute are the ones the clipped line names
-    (:func:`~memstore.core.tool_results.line_slot`), the same whether the line was just
-    extracted or read back from a summary; a line that names none keeps ``subject`` and has
-    no attribute (no slot).
-    """
+    """A :class:`Fact` with its text clipped to one line and its weight computed."""
     words = text.split()
     line = " ".join(words[:MAX_FACT_WORDS]) + (" ..." if len(words) > MAX_FACT_WORDS else "")
-    if slot_from_line:
-        named, attribute = line_slot(line)
-        subject = named or subject
-    return Fact(subject, attribute, line, seqs, said_on, line_weight(line, kind), kind)
+    return Fact(subject, attribute, line, seqs, said_on, line_weight(line, kind), kind, shape)
 
 
 def fact_key(fact: Fact) -> frozenset[str]:
@@ -182,6 +178,12 @@ class FactList:
             if older is not None:
                 self.discard({id(older)})
             self._slots[slot] = fact
+        if fact.shape:  # an older line of the same fields whose tool is no longer known
+            label = fact.text.partition(": ")[0]
+            stale = [f for f in self.facts if not f.attribute]
+            gone = {id(f) for f in stale if same_shape(f.text, label, fact.shape)}
+            if gone:
+                self.discard(gone)
         self.facts.append(fact)
         self._keys.append(key)
         self._known.add(key)
@@ -274,15 +276,18 @@ class _Reader:
         if not values:
             return
         text = attributed(subject, values)
+        shape = value_keys(item.content, subject)
         self.results |= {run.lower() for run in _RUNS.findall(text)}
         self.facts.add(
             make_fact(
                 text,
                 subject=subject or tool,
+                # Its tool names its slot; a result added without a call, its fields.
+                attribute=tool or " ".join(sorted(shape)),
                 seqs=(item.seq,),
                 said_on=self.said_on,
                 kind=kind,
-                slot_from_line=True,
+                shape=shape,
             )
         )
         for question in waiting:

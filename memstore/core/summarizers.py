@@ -236,8 +236,7 @@ def parse_summary(text: str | None) -> Digest:
         if kind == QUESTION:
             digest.questions.append(make_fact(entry, kind=QUESTION))
         elif kind is not None:
-            slotted = kind in (FACT, DECISION)  # its slot, as when extracted: newer wins
-            digest.facts.add(make_fact(entry, said_on=said_on, kind=kind, slot_from_line=slotted))
+            digest.facts.add(make_fact(entry, said_on=said_on, kind=kind))
         else:
             digest.other.setdefault(heading, []).append(entry)
     return digest
@@ -369,10 +368,10 @@ def fit_summary(summary: str | Digest, budget: int, count: CountTokens) -> str:
             kept.discard(id(line))
             _remove(digest, [line])
             text = digest.render()
-    if count(text) > budget:
-        digest.objective = None  # only the objective is left and it alone is too long
+    if count(text) > budget:  # only the frame is left (objective, date), and it is too long
+        digest.objective = digest.said_on = None
         text = digest.render()
-    return text
+    return text if count(text) <= budget else ""
 
 
 def _lines(digest: Digest) -> list[_Line]:

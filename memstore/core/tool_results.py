@@ -8,8 +8,9 @@ only its call says what it was about (``lookup_order({"order": 3})``). Both are 
   carrier DHL, eta 2024-06-14``), keeping from a long text result the clauses that carry
   specifics;
 * :func:`attributed` writes the one fact line: the subject, then what answered it;
-* :func:`line_slot` reads the slot back from such a line (its subject and the keys of its
-  values), so a line a summary kept and a fresh one name the same slot the same way.
+* :func:`value_keys` names the fields a JSON result's line holds, and :func:`same_shape`
+  tells whether an older line (one a summary kept, whose tool is no longer known) holds the
+  same fields about the same subject: the older value of what the new line says.
 
 Pure: no I/O.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from memstore.core.search_terms import STOPWORDS
@@ -182,43 +184,29 @@ def attributed(subject: str, values: str) -> str:
     return f"{subject[:1].upper()}{subject[1:]}: {values}"
 
 
-#: A value as :func:`_pairs` writes it: a lowercase key word, then the value.
-_PAIR = re.compile(r"^([a-z][a-z0-9]*) \S")
-#: A record's field as a text result writes it (``Status: escalated``).
-_FIELD = re.compile(r"^([A-Za-z][A-Za-z0-9 _-]{0,30}?):\s+\S")
-#: Labels that name a speaker, never a thing with values.
-_SPEAKERS = frozenset(("user", "assistant", "developer", "system"))
-_MAX_LABEL_WORDS = 4
+def value_keys(content: str, subject: str = "") -> tuple[str, ...]:
+    """The fields (humanized keys) of a JSON object result, in the order its line lists
+    them (:func:`result_values`); ``()`` for any other result. Only a flat object's fields
+    count: nested values make no ``key value`` pair of their own."""
+    try:
+        data = json.loads(content) if content.strip()[:1] == "{" else None
+    except ValueError:
+        return ()
+    if not isinstance(data, dict):
+        return ()
+    named = set(subject.lower().split())
+    kept = {k: v for k, v in data.items() if _keep_field(v, named)} or data
+    if any(_scalar(value) is None for value in kept.values()):
+        return ()
+    return tuple(humanize(str(key)) for key in kept)
 
 
-def line_slot(line: str) -> tuple[str, str]:
-    """The slot a fact line names: ``(subject, attribute)``, or ``("", "")`` for a line that
-    is not a subject with values.
-
-    The subject is the label before the first ``": "`` (``Order 3: status shipped,
-    carrier DHL`` -> ``Order 3``), the attribute the keys of its ``key value`` pairs as
-    :func:`attributed` writes a JSON result (``carrier status``, sorted). A text record
-    (``Ticket T-77; Status: escalated; Assignee: Bob``) names its first part and its fields.
-    A sentence (``Caroline: I went ...``, ``Order 3: it left on Monday.``: a capital first,
-    or a full stop last) names no slot, and neither does a speaker's label (``User:``):
-    statements never replace each other.
-    """
-    label, sep, body = line.partition(": ")
-    if sep and _plain_label(label):
-        keys = [m[1] for part in re.split(r", |; ", body) if (m := _PAIR.match(part))]
-        if keys and _PAIR.match(body) and not body.rstrip().endswith((".", "!", "?")):
-            return label, " ".join(sorted(set(keys)))
-    parts = line.split("; ")
-    if len(parts) > 1 and ":" not in parts[0] and _plain_label(parts[0]):
-        fields = [m[1].lower() for part in parts[1:] if (m := _FIELD.match(part))]
-        if fields:
-            return parts[0], " ".join(sorted(set(fields)))
-    return "", ""
-
-
-def _plain_label(label: str) -> bool:
-    return (
-        0 < len(label.split()) <= _MAX_LABEL_WORDS
-        and not any(ch in label for ch in ",;")
-        and label.strip().lower() not in _SPEAKERS
-    )
+def same_shape(line: str, label: str, keys: Sequence[str]) -> bool:
+    """Whether ``line`` reads ``<label>: <key> <value>, <key> <value>, ...`` with exactly
+    ``keys`` in that order: a line :func:`attributed` wrote from a result with those fields
+    about that subject. Nothing else matches: a sentence, a speaker's statement, a result
+    with other fields or about another subject."""
+    if not keys or not label:
+        return False
+    pattern = ", ".join(re.escape(key) + r" [^,]+" for key in keys)
+    return re.fullmatch(re.escape(label) + r": " + pattern, line) is not None

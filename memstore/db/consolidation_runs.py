@@ -339,4 +339,3 @@ async def derived_entries(
         return sorted(found, key=lambda entry: (entry.scope, entry.key))
 
     return await db.run_read(read)
-

@@ -26,7 +26,7 @@ call's token usage, which the store records in the compaction report. An HTTP er
 timeout, a malformed reply or an empty one raises :class:`~memstore.errors.ModelCallError`;
 the store records it as the report's ``summary_error`` and phase 3 still bounds memory. A
 reply of which no whole line fits the room comes back empty, with its usage: the store
-records that the summarizer returned no usable text.
+records that the summarizer returned no usable text (with no room at all, no call is made).
 """
 
 from __future__ import annotations
@@ -242,6 +242,8 @@ class OpenAISummarizer:
             ModelCallError: HTTP error, timeout, malformed or empty reply (a reply of
                 which no whole line fits ``max_tokens`` is returned empty, with its usage).
         """
+        if max_tokens is not None and max_tokens < 1:
+            return SummaryText("")  # no room for one line: not worth a paid call
         response = await create_response(
             self.client,
             timeout=self.timeout,

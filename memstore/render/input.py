@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memstore.core.carried_items import derived_text
+from memstore.core.dates import find_date, format_date, parse_formatted
 from memstore.core.turns import turn_order
 from memstore.core.units import valid_input
 from memstore.core.values import ITEM_OVERHEAD_TOKENS, MemoryItem, MemoryKind
@@ -75,6 +77,7 @@ MEMORIES_CLOSE = "</memories>"
 _ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Co", "Cs", "Cn"})
 
 T = TypeVar("T")
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}(T|$)")
 
 _ROLE_BY_KIND: Mapping[MemoryKind, tuple[str, str]] = {
     MemoryKind.USER_MESSAGE: ("user", ""),
@@ -186,12 +189,17 @@ def repeat_free(rows: Iterable[Mapping[str, Any]], repeatable: Sequence[str]) ->
 
 
 def entry_day(entry: LongTermEntry) -> str:
-    """When an entry's fact is from: the day it was said (its provenance's ``said_on``, a
-    date as the conversation gave it or a timestamp) for an entry consolidation distilled,
-    else the day it was last set (UTC)."""
+    """When an entry's fact is from: for an entry consolidation distilled, the day it was
+    said (its provenance's ``said_on``: the day as the conversation dated it, ``8 May 2023``,
+    else the ``YYYY-MM-DD`` of the item's time); else, or when that holds no day, the day
+    the entry was last set (``YYYY-MM-DD``, UTC)."""
     said = (entry.source or {}).get("said_on")
-    if isinstance(said, str) and said:
-        return said.split("T", 1)[0]
+    if isinstance(said, str):
+        if _ISO_DAY.match(said):
+            return said[:10]
+        day = parse_formatted(said) or find_date(said)
+        if day is not None:
+            return format_date(day)
     return entry.updated_at.date().isoformat()
 
 
@@ -273,13 +281,29 @@ def fit_block(
         if used + cost <= budget:
             chosen.append(candidate)
             used += cost
-    while chosen:
-        built = render(chosen)
+
+    def fitted(size: int) -> tuple[dict[str, Any], int] | None:
+        built = render(chosen[:size])
         tokens = count(built["content"]) + ITEM_OVERHEAD_TOKENS
-        if tokens <= budget:
-            return built, tokens, chosen
-        chosen.pop()
-    return None
+        return (built, tokens) if tokens <= budget else None
+
+    # The lowest-priority candidates go until the message fits: the longest prefix of the
+    # chosen that fits, found by halving (a message only grows with each line) rather than
+    # counting the whole message again per line dropped.
+    best = fitted(len(chosen)) if chosen else None
+    if best is not None:
+        return best[0], best[1], chosen
+    low, high = 0, len(chosen) - 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        found = fitted(middle)
+        if found is not None:
+            low, best = middle, found
+        else:
+            high = middle - 1
+    if best is None:  # low moves only on a fit: best is the fit of chosen[:low]
+        return None
+    return best[0], best[1], chosen[:low]
 
 
 def build_input(
