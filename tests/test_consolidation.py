@@ -125,6 +125,26 @@ async def test_scope_is_recorded_shown_and_carried_by_export(any_store: MemorySt
     assert bad.value.field == "scope"
 
 
+async def test_a_handle_of_another_scope_cannot_append_to_a_scoped_session(
+    any_store: MemoryStore,
+) -> None:
+    bob = any_store.session("bob-1", scope="user:bob", estimator=WordEstimator())
+    await bob.add("user", "My locker code is 4471.")
+    before = (await table_counts(any_store), await any_store.session_info("bob-1"))
+    alice = any_store.session("bob-1", scope=SCOPE, estimator=WordEstimator())
+    for write in (
+        alice.add("user", "Alice writing into Bob's session."),
+        alice.add_items([{"role": "user", "content": "And a batch of it."}]),
+    ):
+        with pytest.raises(ValidationError) as refused:
+            await write
+        assert refused.value.field == "scope" and "user:bob" in str(refused.value)
+    assert (await table_counts(any_store), await any_store.session_info("bob-1")) == before
+    # A handle that names no scope (an operator's) may still append; it stays Bob's.
+    await any_store.session("bob-1", estimator=WordEstimator()).add("user", "Operator note.")
+    assert (await any_store.session_info("bob-1")).scope == "user:bob"
+
+
 async def test_an_unscoped_session_cannot_consolidate(any_store: MemoryStore) -> None:
     memory = any_store.session("plain", estimator=WordEstimator())
     await memory.add("user", "My sister Maria moved to Lisbon last month.")

@@ -123,6 +123,7 @@ BUMP = (
         sessions.c.active_tokens,
         sessions.c.summary_tokens,
         sessions.c.user_turns,
+        sessions.c.scope,
     )
 )
 ESTIMATOR = select(sessions.c.estimator).where(sessions.c.id == bindparam("sid"))
@@ -227,6 +228,9 @@ def append_item(
         if row is None:  # created at the same moment by a worker with another estimator
             existing = _recorded_estimator(conn, session_id)
             raise EstimatorMismatchError(session_id, expected=str(existing), actual=estimator)
+    if scope is not None and row.scope not in (None, scope):  # another's: the bump rolls back
+        mismatch = f"session {session_id!r} belongs to {row.scope!r}, not {scope!r}"
+        raise ValidationError("scope", mismatch)
     if new.idempotency_key is not None:
         found = conn.execute(BY_KEY, {"sid": session_id, "key": new.idempotency_key}).first()
         if found is not None:
