@@ -17,6 +17,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -206,7 +207,13 @@ def same_shape(line: str, label: str, keys: Sequence[str]) -> bool:
     ``keys`` in that order: a line :func:`attributed` wrote from a result with those fields
     about that subject. Nothing else matches: a sentence, a speaker's statement, a result
     with other fields or about another subject."""
-    if not keys or not label:
+    if not keys or not label or not line.startswith(f"{label}: "):
         return False
+    return _shape(label, tuple(keys)).fullmatch(line) is not None
+
+
+@functools.lru_cache(maxsize=1024)
+def _shape(label: str, keys: tuple[str, ...]) -> re.Pattern[str]:
+    """One fold compares one result's shape with many lines: compiled once."""
     pattern = ", ".join(re.escape(key) + r" [^,]+" for key in keys)
-    return re.fullmatch(re.escape(label) + r": " + pattern, line) is not None
+    return re.compile(re.escape(label) + r": " + pattern)
