@@ -144,3 +144,21 @@ async def test_an_unpinned_server_serves_every_session(three_sessions: MemorySto
         "memstore://sessions/n-1",
         "memstore://sessions/old-1",
     ]
+
+
+async def test_a_model_input_recalls_across_the_scope_and_never_beyond(
+    three_sessions: MemoryStore,
+) -> None:
+    fresh = three_sessions.session("a-2", estimator=WordEstimator(), scope=ALICE)
+    await fresh.add("user", "Hello again.")
+    async with mcp_client(three_sessions, scope=ALICE) as client:
+        recalled = tool_text(await client.call_tool(
+            "build_model_input", {"session_id": "a-2", "recall": "secret fruit"}
+        ))  # fmt: skip
+        plain = tool_text(await client.call_tool("build_model_input", {"session_id": "a-2"}))
+        blank = await client.call_tool("build_model_input", {"session_id": "a-2", "recall": " "})
+    shown = "\n".join(message["content"] for message in json.loads(recalled))
+    assert "kiwi" in shown and '"session":"a-1"' in shown  # another session of the scope
+    assert "mango" not in recalled and "papaya" not in recalled  # never another scope's
+    assert "kiwi" not in plain  # recall only when asked
+    assert blank.is_error and "recall" in tool_text(blank)

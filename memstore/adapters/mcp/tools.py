@@ -203,13 +203,15 @@ class McpTools(Confinement):
         ]
         return " ".join(said)
 
-    async def build_model_input(self, session_id: str, scopes: list[str] | None = None) -> str:
-        """``memory.build_model_input``: the Responses API input list, as JSON."""
+    async def build_model_input(
+        self, session_id: str, scopes: list[str] | None = None, recall: str | None = None
+    ) -> str:
+        """``memory.build_model_input(recall=...)``: the Responses API input list, as JSON."""
         if scopes is None:
             scopes = [] if self.pinned is None else [self.pinned]
         chosen = [self.confined(scope, "scopes") for scope in scopes]
         memory = await self.attach(session_id, ltm_scopes=chosen)
-        return as_json(await memory.build_model_input())
+        return as_json(await memory.build_model_input(recall=recall))
 
     async def show_session(self, session_id: str) -> str:
         """The session's header, summary and active items."""
@@ -357,6 +359,12 @@ class McpTools(Confinement):
                             "items": self.scope_schema(),
                             "description": "Long-term scopes to include as Relevant "
                             f"memories (default: {self.pinned or 'none'}).",
+                        },
+                        "recall": {
+                            "type": "string",
+                            "description": "Recall for this query: "
+                            "forgotten passages (a scoped session's: its scope's "
+                            "sessions too) that match it.",
                         },
                     },
                     "session_id",
