@@ -56,7 +56,14 @@ from memstore.db import ltm as ltm_db
 from memstore.db.reads import utcnow
 from memstore.render.input import fit_block, memories_message, memory_line
 
-__all__ = ["LongTermChange", "LongTermEntry", "LongTermMemory", "MemoriesBlock", "fit_memories"]
+__all__ = [
+    "LongTermChange",
+    "LongTermEntry",
+    "LongTermMemory",
+    "MemoriesBlock",
+    "MemoryCandidates",
+    "fit_memories",
+]
 
 #: Entries read for one model input: far more than any sensible budget can show.
 MAX_RENDERED_ENTRIES = 200
@@ -116,6 +123,58 @@ def fit_memories(
         return None
     message, tokens, chosen = fitted
     return MemoriesBlock(message, tokens, tuple(chosen), total - len(chosen))
+
+
+class MemoryCandidates:
+    """The live entries of a handle's scopes for one model input, read once.
+
+    :meth:`fit` may be called more than once (the model input fits the entries that match
+    its query first, then all of them into what recall left): the entries are read once and
+    the query's full-text search runs at most once.
+    """
+
+    def __init__(
+        self,
+        database: Database,
+        scopes: Sequence[str],
+        entries: tuple[LongTermEntry, ...],
+        total: int,
+        query: tuple[str, ...],
+        now: datetime,
+    ) -> None:
+        self._db, self._scopes, self._now = database, tuple(scopes), now
+        self.entries, self.total, self.query = entries, total, query
+        self._matching: list[LongTermEntry] | None = None
+
+    async def fit(
+        self, count: CountTokens, budget: int, *, matching_only: bool = False
+    ) -> MemoriesBlock | None:
+        """The block within ``budget``: every entry when all fit; else, with a query, those
+        that best match it first, then the others (only those, with ``matching_only``)."""
+        block = fit_memories(self.entries, self.total, count, budget)
+        if block is not None and not block.omitted:
+            return block
+        if not self.query:
+            return None if matching_only else block
+        matching = await self.matching()
+        if matching_only:
+            return fit_memories(matching, self.total, count, budget)
+        chosen = {(entry.scope, entry.key) for entry in matching}
+        rest = [e for e in self.entries if (e.scope, e.key) not in chosen]
+        return fit_memories([*matching, *rest], self.total, count, budget)
+
+    async def matching(self) -> builtins.list[LongTermEntry]:
+        """The entries that match the query, best first (searched once)."""
+        if self._matching is None:
+            from memstore.core.search_terms import SearchScope
+            from memstore.db import search as search_db
+
+            hits = await search_db.search(
+                self._db, self.query, SearchScope((), self._scopes), MAX_RENDERED_ENTRIES,
+                self._now,
+            )  # fmt: skip
+            self._matching = [hit.entry for hit in hits if hit.entry is not None]
+        return self._matching
 
 
 # -- the API -----------------------------------------------------------------------------------
@@ -258,7 +317,6 @@ class LongTermMemory:
         budget: int,
         *,
         query: Sequence[str] | None = None,
-        matching_only: bool = False,
     ) -> MemoriesBlock | None:
         """The "Relevant memories" message for ``scopes``, within ``budget`` tokens.
 
@@ -273,12 +331,18 @@ class LongTermMemory:
             budget: Tokens the message may use, framing included.
             query: Words to rank entries by when they do not all fit (already split:
                 :func:`memstore.core.search_terms.search_terms`).
-            matching_only: When they do not all fit, list only the entries that match
-                ``query`` (the model input gives recall its room first, then the rest).
 
         Returns:
             The block, or ``None`` when the scopes hold no live entry or none fits.
         """
+        found = await self.candidates(scopes, query=query)
+        return None if found is None else await found.fit(count, budget)
+
+    async def candidates(
+        self, scopes: Sequence[str], *, query: Sequence[str] | None = None
+    ) -> MemoryCandidates | None:
+        """The live entries of ``scopes`` for one model input, read once, to fit to one
+        budget and then another (:class:`MemoryCandidates`); ``None`` when there are none."""
         scopes = validate_scopes(scopes)
         if not scopes:
             return None
@@ -286,36 +350,10 @@ class LongTermMemory:
         records, total = await ltm_db.entries_in_scopes(
             self._db, scopes, now, limit=MAX_RENDERED_ENTRIES
         )
-        entries = [LongTermEntry(**record) for record in records]
+        entries = tuple(LongTermEntry(**record) for record in records)
         if not entries:
             return None
-        block = fit_memories(entries, total, count, budget)
-        if query and (block is None or block.omitted):
-            entries = await self._by_relevance(entries, scopes, query, now, matching_only)
-            block = fit_memories(entries, total, count, budget)
-        elif matching_only and (block is None or block.omitted):
-            return None  # nothing to rank by: nothing matches
-        return block
-
-    async def _by_relevance(
-        self,
-        entries: builtins.list[LongTermEntry],
-        scopes: Sequence[str],
-        query: Sequence[str],
-        now: datetime,
-        matching_only: bool,
-    ) -> builtins.list[LongTermEntry]:
-        from memstore.core.search_terms import SearchScope
-        from memstore.db import search as search_db
-
-        hits = await search_db.search(
-            self._db, query, SearchScope((), tuple(scopes)), MAX_RENDERED_ENTRIES, now
-        )
-        matched = [hit.entry for hit in hits if hit.entry is not None]
-        if matching_only:
-            return matched
-        chosen = {(entry.scope, entry.key) for entry in matched}
-        return matched + [e for e in entries if (e.scope, e.key) not in chosen]
+        return MemoryCandidates(self._db, scopes, entries, total, tuple(query or ()), now)
 
     #: Aliases that read well in agent code.
     remember = set

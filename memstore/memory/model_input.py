@@ -93,16 +93,15 @@ async def assemble(sources: InputSources, recall: str | None) -> list[dict[str, 
     # Without a fixed ltm_budget, recall is given its room before the entries that do not
     # match the query: a passage that matches says more about the question than an entry
     # that does not. Those entries then fill what recall left (below).
-    regrow = bool(sources.ltm_scopes) and may_recall and bool(query)
-    regrow = regrow and not sources.fixed_ltm_budget
+    regrow = may_recall and bool(query) and not sources.fixed_ltm_budget
+    candidates = None
     if sources.ltm_scopes:
         budget = sources.ltm_budget
         if not sources.fixed_ltm_budget:
             budget = max(budget, free // 2 if may_recall else free)
-        memories = await sources.long_term().memories(
-            sources.ltm_scopes, sources.count, min(budget, hard), query=query,
-            matching_only=regrow,
-        )  # fmt: skip
+        candidates = await sources.long_term().candidates(sources.ltm_scopes, query=query)
+        if candidates is not None:
+            memories = await candidates.fit(sources.count, min(budget, hard), matching_only=regrow)
     room = hard - (0 if memories is None else memories.tokens)
     if sources.scope is not None:
         from memstore.memory.cross_session_recall import ScopedHandle, scoped_recall
@@ -123,13 +122,11 @@ async def assemble(sources: InputSources, recall: str | None) -> list[dict[str, 
         return [] if memories is None else [memories.message]
     else:
         recalled = await _recall(sources, snap, terms, memories, room)
-    if regrow and (memories is None or memories.omitted):
+    if regrow and candidates is not None and (memories is None or memories.omitted):
         shown = 0 if memories is None else memories.tokens
         left = free - shown - (0 if recalled is None else recalled.tokens)
         if left > 0:
-            grown = await sources.long_term().memories(
-                sources.ltm_scopes, sources.count, shown + left, query=query
-            )
+            grown = await candidates.fit(sources.count, shown + left)
             memories = grown if grown is not None else memories
     if snap is None:
         return [block.message for block in (memories, recalled) if block is not None]
