@@ -174,3 +174,35 @@ async def test_consolidation_supersedes_by_the_same_slot(any_store: MemoryStore)
     assert entry is not None and (entry.value, entry.version) == (DELIVERED, 2)
     history = await any_store.ltm.history(key, scope="user:alice")
     assert [change.value for change in history] == [SHIPPED, DELIVERED]
+
+
+def test_results_about_no_known_subject_never_replace_each_other() -> None:
+    first = lookup(1, "Any bookings?", "list_bookings", {"date": "2024-06-14"},
+                   json.dumps({"count": 3, "first": "19:00"}), "Three.")  # fmt: skip
+    later = lookup(5, "And the next day?", "list_bookings", {"date": "2024-06-15"},
+                   json.dumps({"count": 5, "first": "20:00"}), "Five.")  # fmt: skip
+    facts = extract([*first, *later]).facts
+    assert [f.attribute for f in facts if "count" in f.text.lower()] == ["", ""]
+    summary = fold(fold(None, *first), *later)
+    assert "19:00" in summary and "20:00" in summary
+
+
+def test_an_empty_field_left_off_the_line_still_lets_the_newer_value_replace_it() -> None:
+    def status(seq: int, value: str) -> list:
+        return lookup(seq, "Where is order 3?", "lookup_order", {"order_id": 3},
+                      json.dumps({"order_id": 3, "status": value, "carrier": "DHL", "eta": None,
+                                  "notes": "", "tags": []}), "Ok.")  # fmt: skip
+
+    second = fold(fold(None, *status(1, "shipped")), *status(5, "delivered"))
+    assert "- Order 3: status delivered, carrier DHL" in second.splitlines()
+    assert "shipped" not in second
+
+
+def test_a_result_never_replaces_a_decision_line() -> None:
+    decided = make_fact("Order 3: status cancelled, refund 20 EUR", kind="decision")
+    facts = FactList()
+    assert facts.add(decided)
+    assert facts.add(
+        make_fact("Order 3: status refunded, refund 20 EUR", shape=("status", "refund"))
+    )
+    assert [f.kind for f in facts.facts] == ["decision", "fact"]

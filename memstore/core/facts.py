@@ -180,7 +180,7 @@ class FactList:
             self._slots[slot] = fact
         if fact.shape:  # an older line of the same fields whose tool is no longer known
             label = fact.text.partition(": ")[0]
-            stale = [f for f in self.facts if not f.attribute]
+            stale = [f for f in self.facts if not f.attribute and f.kind == fact.kind]
             gone = {id(f) for f in stale if same_shape(f.text, label, fact.shape)}
             if gone:
                 self.discard(gone)
@@ -282,12 +282,13 @@ class _Reader:
             make_fact(
                 text,
                 subject=subject or tool,
-                # Its tool names its slot; a result added without a call, its fields.
-                attribute=tool or " ".join(sorted(shape)),
+                # Its tool names its slot, or its fields for a result added without a call;
+                # a result about no known subject (a listing by date) has none.
+                attribute=(tool or " ".join(sorted(shape))) if subject else "",
                 seqs=(item.seq,),
                 said_on=self.said_on,
                 kind=kind,
-                shape=shape,
+                shape=shape if subject else (),
             )
         )
         for question in waiting:

@@ -188,7 +188,8 @@ def attributed(subject: str, values: str) -> str:
 def value_keys(content: str, subject: str = "") -> tuple[str, ...]:
     """The fields (humanized keys) of a JSON object result, in the order its line lists
     them (:func:`result_values`); ``()`` for any other result. Only a flat object's fields
-    count: nested values make no ``key value`` pair of their own."""
+    count: nested values make no ``key value`` pair of their own, and an empty value (null,
+    ``""``, ``[]``, ``{}``) none at all, as the line leaves it out."""
     try:
         data = json.loads(content) if content.strip()[:1] == "{" else None
     except ValueError:
@@ -197,9 +198,10 @@ def value_keys(content: str, subject: str = "") -> tuple[str, ...]:
         return ()
     named = set(subject.lower().split())
     kept = {k: v for k, v in data.items() if _keep_field(v, named)} or data
-    if any(_scalar(value) is None for value in kept.values()):
+    shown = {k: v for k, v in kept.items() if v not in (None, "", [], {})}
+    if any(_scalar(value) is None for value in shown.values()):
         return ()
-    return tuple(humanize(str(key)) for key in kept)
+    return tuple(humanize(str(key)) for key in shown)
 
 
 def same_shape(line: str, label: str, keys: Sequence[str]) -> bool:

@@ -77,7 +77,7 @@ MEMORIES_CLOSE = "</memories>"
 _ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Co", "Cs", "Cn"})
 
 T = TypeVar("T")
-_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}(T|$)")
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}([T ]|$)")
 
 _ROLE_BY_KIND: Mapping[MemoryKind, tuple[str, str]] = {
     MemoryKind.USER_MESSAGE: ("user", ""),
