@@ -30,11 +30,17 @@ from fidelity import (  # beside this file
 )
 
 from memstore import ExtractiveSummarizer, MemoryLimits, MemoryStore, TiktokenEstimator
-from memstore.core.search_terms import STOPWORDS
+from memstore.core.search_terms import STOPWORDS, search_terms
 from memstore.core.values import ITEM_OVERHEAD_TOKENS
+from memstore.db.reads import utcnow
+from memstore.db.scope_search import scope_passages
+from memstore.render.recall import RECALL_CANDIDATES
 
 # -- across sittings: consolidation and recall across a user's sessions ------------------------
 
+#: Where the answer could at best come from: the scope's search (as recall runs it), the
+#: scope's long-term entries.
+CEILINGS = ("search's 40 best passages", "every entry")
 SITTING_CONDITIONS = ("last sitting", "whole history", "fresh scoped session", "long-term only")
 
 
@@ -86,9 +92,11 @@ async def measure_sittings(
     whole = normalized("\n".join(text for _role, text in conv.turns))
     entries = await store.ltm.list(scope=scope)
     entry_tokens = sum(estimator.count(f"{e.key} {e.value}") for e in entries)
+    every_entry = normalized("\n".join(str(e.value) for e in entries))
     answered = dict.fromkeys(SITTING_CONDITIONS, 0)
     strict = dict.fromkeys(SITTING_CONDITIONS, 0)
     words = dict.fromkeys(SITTING_CONDITIONS, 0.0)
+    ceilings = dict.fromkeys(CEILINGS, 0)
     for index, (question, evidence, answer) in enumerate(conv.questions):
         fresh = store.session(
             f"{conv.name}-ask-{index}", scope=scope, limits=limits, estimator=estimator
@@ -104,6 +112,15 @@ async def measure_sittings(
             answered[condition] += all(holds_answer(text, part) for part in needed)
             strict[condition] += all(normalized(part) in text for part in needed)
             words[condition] += word_recall(answer_words(answer), text)
+        # What no budget can beat: the answer among the passages the scope's search finds
+        # (every one of them shown), and among every entry of the scope (all shown).
+        found, _, _ = await scope_passages(
+            store.database, search_terms(question), f"{conv.name}-ask-{index}", scope,
+            RECALL_CANDIDATES, utcnow(), own=False,
+        )  # fmt: skip
+        passages = normalized("\n".join(hit.text for passage in found for hit in passage))
+        ceilings["search's 40 best passages"] += all(normalized(p) in passages for p in needed)
+        ceilings["every entry"] += all(holds_answer(every_entry, part) for part in needed)
     return {
         "conversation": conv.name,
         "sittings": len(conv.sittings),
@@ -115,6 +132,7 @@ async def measure_sittings(
         "answered": answered,
         "answered_verbatim": strict,
         "answer_words": words,
+        "ceilings": ceilings,
     }
 
 
@@ -149,6 +167,10 @@ def report_sittings(
         "share": share,
         "share_verbatim": shares("answered_verbatim"),
         "answer_words": shares("answer_words"),
+        "ceilings": {
+            c: sum(row["ceilings"][c] for row in rows) / questions if questions else 0.0
+            for c in CEILINGS
+        },
         "goal_a": {
             "of_whole_history": share["fresh scoped session"] / share["whole history"]
             if share["whole history"] else None,
@@ -194,3 +216,5 @@ def print_sittings(result: dict[str, Any]) -> None:
         f"(b) long-term entries only: {times(b['over_last_sitting'])} the last sitting's; "
         f"entries hold {'n/a' if share is None else f'{share:.1%}'} of the conversations' tokens"
     )
+    held_by = ", ".join(f"{c} {v:.1%}" for c, v in result["ceilings"].items())
+    print(f"ceilings (the answer is in, whatever the budget): {held_by}")
