@@ -322,8 +322,14 @@ async def test_the_stand_in_keeps_answers_as_facts_and_nothing_answered_open(
     summary = await memory.summary() or ""
     assert "Open questions" not in summary and "New conversation session" not in summary
     # Within the room each compaction said, the oldest answers go first: the summary holds
-    # the newest of them, each as its fact, under the day they were said.
+    # the newest answer folded (the one before the first still in working memory), each as
+    # its fact, under the day they were said.
     assert summary.startswith("On 8 May 2023:\n- Order A-1")
-    assert "- Order A-118: courier DPD, due day 4" in summary.splitlines()
+    asked = [i.content for i in await memory.items() if i.content.startswith("Where is order")]
+    newest_folded = int(asked[0].removeprefix("Where is order A-").rstrip("?")) - 1
+    assert f"- Order A-{newest_folded}: courier DPD, due day {newest_folded % 5 + 1}" in (
+        summary.splitlines()
+    )
+    assert "Order A-100:" not in summary
     assert all((r.summary_tokens or 0) <= 140 for r in reports)
     assert len(standin.requests) == len(reports)

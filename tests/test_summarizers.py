@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -10,7 +11,9 @@ from typing import Any
 from conftest import make_item
 
 from memstore import ExtractiveSummarizer, MemoryKind, Priority, TiktokenEstimator, WordEstimator
-from memstore.core.summarizers import SummaryText, fit_summary, parse_summary
+from memstore.core.digest import parse_summary
+from memstore.core.summarizers import SummaryText
+from memstore.core.summary_fit import fit_summary
 from memstore.core.values import MemoryItem, MemoryRole
 
 
@@ -216,6 +219,48 @@ def test_a_summary_round_trips_and_folds_without_drift() -> None:
     assert summarize(previous=first) == first
 
 
+def test_a_speakers_lines_share_one_line_per_section_and_read_back_as_facts() -> None:
+    text = summarize(
+        item("New conversation session on 8 May 2023.", MemoryKind.DECISION, seq=1),
+        item("Caroline: I went to a support group and it was powerful.", seq=2),
+        item(
+            "Melanie: My kids and I painted a lake sunrise in the summer.",
+            MemoryKind.ASSISTANT_MESSAGE,
+            seq=3,
+        ),
+        item("Caroline: I am researching adoption agencies | counselling courses.", seq=4),
+    )
+    assert text.splitlines() == [
+        "On 8 May 2023:",
+        "- Caroline: I went to a support group and it was powerful. | I am researching "
+        "adoption agencies / counselling courses.",  # a fact never holds the separator
+        "- Melanie: My kids and I painted a lake sunrise in the summer.",
+    ]
+    digest = parse_summary(text)
+    assert [fact.text for fact in digest.facts.facts] == [
+        "Caroline: I went to a support group and it was powerful.",
+        "Caroline: I am researching adoption agencies / counselling courses.",
+        "Melanie: My kids and I painted a lake sunrise in the summer.",
+    ]
+    assert digest.render() == text
+    # Fitted, one fact of a shared line goes and the rest of the line stays.
+    tight = summarize(previous=text, budget=WordEstimator().count(text) - 4)
+    assert tight.startswith("On 8 May 2023:\n- Caroline: ") and " | " not in tight
+
+
+def test_a_line_that_adds_nothing_new_goes_before_one_that_does() -> None:
+    said = [
+        "My sister Ana moved to Berlin for a job at Siemens in March.",
+        "We adopted a puppy named Biscuit, a beagle.",
+        "My sister Ana moved to Berlin in March for Siemens, she loves it.",  # newest, mostly said
+    ]
+    items = [item(text, seq=n) for n, text in enumerate(said, 1)]
+    full = summarize(*items)
+    assert all(text in full for text in said)  # different words: not the same fact
+    tight = summarize(*items, budget=WordEstimator().count(full) - 8)
+    assert "Biscuit" in tight and tight.count("Berlin") == 1
+
+
 def test_over_budget_whole_lines_go_least_informative_and_oldest_first() -> None:
     statements = [
         "User: I really liked the new office kitchen downtown.",
@@ -230,7 +275,8 @@ def test_over_budget_whole_lines_go_least_informative_and_oldest_first() -> None
     assert count(tight) <= count(full) - 3
     assert "office" not in tight and "cafe" in tight  # least informative, oldest first
     assert "Berlin" in tight and "Biscuit" in tight
-    assert all(line in full for line in tight.splitlines())  # whole lines, never a stub
+    facts = re.split(r"\n- User: |\n| \| ", tight)  # one speaker's facts share a line
+    assert all(fact in full for fact in facts)  # whole facts, never a cut one
     tighter = summarize(*items, budget=count(full) - 12)
     assert "cafe" not in tighter and "Berlin" in tighter and "Biscuit" in tighter
 

@@ -146,8 +146,9 @@ def make_fact(
     kind: str = FACT,
     shape: tuple[str, ...] = (),
 ) -> Fact:
-    """A :class:`Fact` with its text clipped to one line and its weight computed."""
-    words = text.split()
+    """A :class:`Fact` with its text clipped to one line and its weight computed (`` | ``,
+    which a summary puts between one speaker's lines, becomes `` / ``)."""
+    words = text.replace(" | ", " / ").split()
     line = " ".join(words[:MAX_FACT_WORDS]) + (" ..." if len(words) > MAX_FACT_WORDS else "")
     return Fact(subject, attribute, line, seqs, said_on, line_weight(line, kind), kind, shape)
 

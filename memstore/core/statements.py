@@ -40,6 +40,7 @@ _LAUGHTER = re.compile(
     r"\b(?:(?:ha|he|hi){2,}h?|a?ha+|lo+l+|lmao+|rofl|xd+|omg|o+h+|u+m+|u+h+|hm+)\b[!.,]*\s*", re.I
 )
 _DIGIT = re.compile(r"\d")
+_SEARCH_WORD = re.compile(r"[^\W_]+")  # as the search index splits words
 _LABEL = re.compile(r"^[\w .#'-]{1,24}:\s+(?=\S)")
 _INNER_CAPITAL = re.compile(r"^.+[A-Z]")
 _REPEATED_PUNCT = re.compile(r"([!?.])\1+")
@@ -167,6 +168,12 @@ def salient_tokens(sentence: str) -> list[str]:
         ):
             out.append(token.rstrip(".,:"))
     return out
+
+
+def telling_words(text: str) -> frozenset[str]:
+    """The words a question could find ``text`` by: its runs of letters and digits,
+    lower-cased, less the common words a search sets aside."""
+    return frozenset(word for word in _SEARCH_WORD.findall(text.lower()) if word not in STOPWORDS)
 
 
 def content_words(sentence: str) -> list[str]:

@@ -16,84 +16,28 @@ what its call cost returns a :class:`SummaryText` (a ``str`` carrying ``.usage``
 copies that usage into the report. One that found nothing worth keeping returns
 :meth:`SummaryText.nothing`, which is not an error.
 
-The extractive summary is a fixed layout of facts (:mod:`memstore.core.facts`), most
-essential first::
-
-    Current objective: <the newest request>
-    Constraints:
-    - <the user's musts and nevers>
-    Decisions:
-    - <DECISION items>
-    Facts:
-    - <answers, tool results and statements: "Order 3: courier DPD, due day 4">
-    On 8 May 2023:
-    - <what was said that day: "Caroline: I went to a support group yesterday (7 May 2023).">
-    Open questions:
-    - <the user's questions nothing answered>
-
-Lines are never paraphrased, so a later compaction reads the summary back
-(:func:`parse_summary`) and folds new items in without a fact drifting. Over budget, whole
-lines go, the least informative first and, among those alike, the oldest; a model's own
-sections (``Actions attempted:``) go before any of these (:func:`fit_summary`, which fits a
-model's summary the same way).
+The extractive summary is a fixed layout of facts (:mod:`memstore.core.digest`), read back
+by the next compaction so that no fact drifts; over its room, whole lines go, those that say
+least per token first (:mod:`memstore.core.summary_fit`, which fits a model's summary too).
 """
 
 from __future__ import annotations
 
-import heapq
 import inspect
-import math
-import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from memstore.core.dates import parse_formatted
-from memstore.core.facts import (
-    CONSTRAINT,
-    DECISION,
-    FACT,
-    QUESTION,
-    Fact,
-    FactList,
-    extract,
-    make_fact,
-)
-from memstore.core.statements import content_words
+from memstore.core.digest import parse_summary
+from memstore.core.facts import extract
+from memstore.core.summary_fit import CountTokens, fit_summary
 from memstore.core.tokens import TokenEstimator, WordEstimator
 from memstore.core.values import SUMMARY_OVERHEAD_TOKENS, MemoryItem
 
 Summarizer = Callable[[str | None, Sequence[MemoryItem]], Awaitable[str]]
-CountTokens = Callable[[str], int]
 
-OBJECTIVE = "Current objective"
-SESSION_DATE = "Session date"
-#: Section headings, in the order they are written.
-SECTION_OF = {
-    CONSTRAINT: "Constraints",
-    DECISION: "Decisions",
-    FACT: "Facts",
-    QUESTION: "Open questions",
-}
-#: Headings of earlier layouts (and a model's usual words) read as the same sections.
-_ALIASES = {"important observations": FACT, "confirmed facts": FACT, "facts": FACT,
-            "constraints": CONSTRAINT, "decisions": DECISION, "open questions": QUESTION,
-            "unresolved questions": QUESTION}  # fmt: skip
 #: A summary of its own that is not asked for a budget: room for ~25 facts while a
 #: 900-token target keeps more than half of itself for the recent items.
 DEFAULT_MAX_TOKENS = 400
-#: What the words a line shares with the rest of the digest are worth beside its own
-#: weight (a line's weight is its own content score, 3 to 15).
-TOPIC_WEIGHT = 8.0
-#: What a topic word is still worth to the next line once a kept line holds it.
-COVERED = 0.25
-#: A word counts as a topic once this many lines hold it.
-TOPIC_MIN_LINES = 3
-#: What being the newest line is worth: among lines alike, the older goes first.
-RECENCY_WEIGHT = 0.5
-_LABEL = re.compile(r"^[^:]{1,40}:\s")
-_BULLET = re.compile(r"^(?:[-*•]|\d+[.)])\s+")
-_DATED = re.compile(r"^On (\d{1,2} [A-Z][a-z]+ \d{4}):$")
 
 
 class SummaryText(str):
@@ -160,86 +104,6 @@ def summarizer_options(
     if "count_tokens" in names:
         options["count_tokens"] = count_tokens
     return options
-
-
-@dataclass
-class Digest:
-    """A summary as values: the objective, the facts in order, and a model's other sections."""
-
-    objective: str | None = None
-    said_on: str | None = None
-    facts: FactList = field(default_factory=FactList)
-    questions: list[Fact] = field(default_factory=list)
-    other: dict[str, list[str]] = field(default_factory=dict)
-
-    def render_frame(self) -> str:
-        """What the digest costs without its droppable lines: the objective and the date
-        (headings are left to the exact count, since one whose lines all go costs nothing)."""
-        frame = [f"{OBJECTIVE}: {self.objective}"] if self.objective else []
-        frame += [f"{SESSION_DATE}: {self.said_on}"] if self.said_on else []
-        return "\n".join(frame)
-
-    def render(self) -> str:
-        """The summary text (module docstring)."""
-        lines = [f"{OBJECTIVE}: {self.objective}"] if self.objective else []
-        if self.said_on and not any(f.said_on == self.said_on for f in self.facts.facts):
-            lines.append(f"{SESSION_DATE}: {self.said_on}")  # it dates the next items
-        groups: dict[str, list[str]] = {}
-        for fact in self.facts.facts:
-            heading = SECTION_OF[fact.kind]
-            if fact.kind == FACT and fact.said_on:
-                heading = f"On {fact.said_on}"
-            groups.setdefault(heading, []).append(fact.text)
-        if self.questions:
-            groups["Open questions"] = [q.text for q in self.questions]
-        order = ["Constraints", "Decisions", "Facts"]
-        dated = [h for h in groups if h.startswith("On ")]
-        for heading in [*order, *dated, "Open questions"]:
-            if groups.get(heading):
-                lines.append(f"{heading}:")
-                lines.extend(f"- {text}" for text in groups[heading])
-        for heading, entries in self.other.items():
-            if entries:
-                lines.append(f"{heading}:")
-                lines.extend(f"- {text}" for text in entries)
-        return "\n".join(lines)
-
-
-def parse_summary(text: str | None) -> Digest:
-    """Read a summary back into a :class:`Digest`.
-
-    The extractive layout round-trips exactly. A model's other ``Heading:`` lines open
-    sections of their own; lines before any heading count as facts.
-    """
-    digest = Digest()
-    kind: str | None = FACT
-    heading, said_on = "Facts", None
-    for raw in (text or "").splitlines():
-        line = raw.strip()
-        if not line:
-            continue
-        if line.startswith(f"{OBJECTIVE}:"):
-            digest.objective = line.split(":", 1)[1].strip() or None
-            continue
-        if line.startswith(f"{SESSION_DATE}:"):
-            day = line.split(":", 1)[1].strip()
-            digest.said_on = day if parse_formatted(day) else None
-            continue
-        bullet = _BULLET.match(line)
-        if bullet is None and line.endswith(":") and len(line.split()) <= 6:
-            heading = line[:-1].strip()
-            dated = _DATED.match(line)
-            said_on = dated[1] if dated and parse_formatted(dated[1]) else None
-            kind = FACT if said_on else _ALIASES.get(heading.lower())
-            continue
-        entry = line[bullet.end() :] if bullet else line
-        if kind == QUESTION:
-            digest.questions.append(make_fact(entry, kind=QUESTION))
-        elif kind is not None:
-            digest.facts.add(make_fact(entry, said_on=said_on, kind=kind))
-        else:
-            digest.other.setdefault(heading, []).append(entry)
-    return digest
 
 
 class ExtractiveSummarizer:
@@ -322,127 +186,3 @@ class ExtractiveSummarizer:
         )
         # "" when not one line fits the room: the compaction records that it had no summary.
         return text
-
-
-@dataclass(eq=False)
-class _Line:
-    """One line of the digest while it is fitted: what it is and what keeping it is worth."""
-
-    section: str
-    entry: Any  # the Fact, or a model section's text
-    weight: float
-    position: int
-    words: frozenset[str]
-    cost: int = 0
-
-
-def fit_summary(summary: str | Digest, budget: int, count: CountTokens) -> str:
-    """``summary`` (a text, returned as is if it fits, or a :class:`Digest`, fitted in place)
-    within ``budget`` tokens by ``count``, whole lines only, the least informative first
-    (module docstring); ``""`` when not one line fits."""
-    if isinstance(summary, str):
-        if count(summary) <= budget:
-            return summary
-        summary = parse_summary(summary)
-    digest = summary
-    text = digest.render()
-    if count(text) <= budget:
-        return text
-    lines = _lines(digest)
-    for line in lines:  # each line counted once: counting the text per drop is quadratic
-        line.cost = count(f"- {_text(line)}") + 1
-    order = _keep_order(lines)
-    room = budget - count(digest.render_frame())
-    kept, used = set(), 0
-    for line in order:  # in order: a less worthy line never displaces a worthier one, but a
-        if used + line.cost > room:  # shorter one may use the room a long one left
-            continue
-        kept.add(id(line))
-        used += line.cost
-    _remove(digest, [line for line in lines if id(line) not in kept])
-    text = digest.render()
-    for line in reversed(order):  # the estimate was short: the least worth goes first
-        if count(text) <= budget:
-            break
-        if id(line) in kept:
-            kept.discard(id(line))
-            _remove(digest, [line])
-            text = digest.render()
-    if count(text) > budget:  # only the frame is left (objective, date), and it is too long
-        digest.objective = digest.said_on = None
-        text = digest.render()
-    return text if count(text) <= budget else ""
-
-
-def _lines(digest: Digest) -> list[_Line]:
-    lines = [
-        _Line("fact", fact, fact.weight, i, _topic_words(fact.text))
-        for i, fact in enumerate(digest.facts.facts)
-    ]
-    offset = len(lines)
-    lines += [
-        _Line("question", q, q.weight, offset + i, _topic_words(q.text))
-        for i, q in enumerate(digest.questions)
-    ]
-    for heading, entries in digest.other.items():
-        lines += [_Line(heading, e, -math.inf, i, frozenset()) for i, e in enumerate(entries)]
-    return lines
-
-
-def _topic_words(text: str) -> frozenset[str]:
-    """A line's content words, its speaker or subject label left out (every line has one)."""
-    return frozenset(content_words(_LABEL.sub("", text, count=1)))
-
-
-def _text(line: _Line) -> str:
-    return line.entry if isinstance(line.entry, str) else str(line.entry.text)
-
-
-def _keep_order(lines: list[_Line]) -> list[_Line]:
-    """Lines in the order they are worth keeping: greedily, the most said per token, where
-    what a line says is its own weight plus the words it shares with the rest of the
-    digest that no line kept before it holds (what a conversation keeps coming back to is
-    what later questions ask about; a second line on the same words adds little). Among
-    lines alike, the newer first: the oldest goes first."""
-    frequency: dict[str, int] = {}
-    for line in lines:
-        for word in line.words:
-            frequency[word] = frequency.get(word, 0) + 1
-    top = max(frequency.values(), default=1)
-    share = {word: n / top for word, n in frequency.items() if n >= TOPIC_MIN_LINES}
-    newest = max((line.position for line in lines), default=0) or 1
-
-    def worth(line: _Line) -> float:
-        topical = sum(share.get(word, 0.0) for word in line.words)
-        recency = RECENCY_WEIGHT * line.position / newest
-        return (line.weight + TOPIC_WEIGHT * topical + recency) / max(line.cost, 1)
-
-    # Lazy greedy: a line's worth only falls as its words are covered, so a line whose
-    # fresh worth still tops the heap is the best one (no need to re-rate all of them).
-    ranked = [line for line in lines if line.weight > -math.inf]
-    heap = [(-worth(line), -line.position, n) for n, line in enumerate(ranked)]
-    heapq.heapify(heap)
-    order: list[_Line] = []
-    while heap:
-        _, newer, n = heapq.heappop(heap)
-        fresh = worth(ranked[n])
-        if heap and fresh < -heap[0][0]:
-            heapq.heappush(heap, (-fresh, newer, n))
-            continue
-        order.append(ranked[n])
-        for word in ranked[n].words:  # covered: the next line on these words says less
-            if word in share:
-                share[word] *= COVERED
-    # A model's own sections last, the newest of them first.
-    others = [line for line in lines if line.weight == -math.inf]
-    return order + sorted(others, key=lambda line: -line.position)
-
-
-def _remove(digest: Digest, gone: list[_Line]) -> None:
-    facts = {id(line.entry) for line in gone if line.section == "fact"}
-    questions = {id(line.entry) for line in gone if line.section == "question"}
-    digest.facts.discard(facts)
-    digest.questions = [q for q in digest.questions if id(q) not in questions]
-    for heading, entries in digest.other.items():
-        dropped = {line.position for line in gone if line.section == heading}
-        digest.other[heading] = [e for i, e in enumerate(entries) if i not in dropped]

@@ -19,7 +19,7 @@ Given the room the compaction leaves (``max_tokens``, counted by the session's
 ``count_tokens``), the instructions say it ("at most N tokens"), the call's
 ``max_output_tokens`` is capped from it with headroom (a model counts its tokens its own way),
 and a reply that is still over the room is fitted to it by whole lines, the least informative
-first, as the extractive summary is (:func:`~memstore.core.summarizers.fit_summary`).
+first, as the extractive summary is (:func:`~memstore.core.summary_fit.fit_summary`).
 
 The answer is the new summary: a :class:`~memstore.core.summarizers.SummaryText` carrying the
 call's token usage, which the store records in the compaction report. An HTTP error, a
@@ -37,7 +37,8 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from memstore.core.summarizers import CountTokens, SummaryText, fit_summary
+from memstore.core.summarizers import SummaryText
+from memstore.core.summary_fit import CountTokens, fit_summary
 from memstore.core.tokens import WordEstimator
 from memstore.core.values import MemoryItem
 from memstore.errors import ModelCallError

@@ -1,0 +1,153 @@
+"""Fitting a summary into its room: whole lines go, those that say least per token first.
+
+A summary has room for a few dozen lines out of hundreds of items. A later question can name
+anything the conversation touched, so the lines are kept greedily by what they add: a line's
+worth is its kind's weight, a share of its content score
+(:func:`memstore.core.statements.score`) and the words it adds that no line kept before it
+holds, per token it costs. What a section heading or a speaker's name costs is paid once,
+by the first line that needs it. Among lines alike, the oldest goes first; a model's own
+sections (``Actions attempted:``) go before any fact; a line that says nothing (``ok``) is
+never kept. The extractive summary and a model's over-long reply are fitted the same way.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from memstore.core.coverage import SCORE_SHARE, Candidate, coverage_order, new_words
+from memstore.core.digest import SAID_SEPARATOR, Digest, heading_of, parse_summary, speaker_of
+from memstore.core.facts import KIND_WEIGHT, Fact
+from memstore.core.statements import score
+
+CountTokens = Callable[[str], int]
+
+#: What being the newest line is worth: among lines alike, the older goes first.
+RECENCY_WEIGHT = 0.5
+
+
+@dataclass(eq=False)
+class _Line:
+    """One line of the digest while it is fitted: what it is and what keeping it is worth."""
+
+    section: str
+    entry: Any  # the Fact, or a model section's text
+    weight: float
+    position: int
+    words: frozenset[str]  # what it adds to the summary (:func:`new_words`)
+    heading: str  # the section it is listed under
+    cost: int = 0  # its own tokens
+    shares: tuple[str, ...] = ()  # what it shares with others: its heading, its speaker's label
+
+
+def fit_summary(summary: str | Digest, budget: int, count: CountTokens) -> str:
+    """``summary`` (a text, returned as is if it fits, or a :class:`Digest`, fitted in place)
+    within ``budget`` tokens by ``count``, whole lines only, the least informative first
+    (module docstring); ``""`` when not one line fits."""
+    if isinstance(summary, str):
+        if count(summary) <= budget:
+            return summary
+        summary = parse_summary(summary)
+    digest = summary
+    text = digest.render()
+    if count(text) <= budget:
+        return text
+    lines = _lines(digest)
+    shared: dict[str, int] = {}  # a heading's, or a speaker's label's, cost: paid once
+    for line in lines:  # each line counted once: counting the text per drop is quadratic
+        speaker = speaker_of(line.entry) if line.section == "fact" else ""
+        if speaker:  # its part after the label, and a separator (or the line's end)
+            line.shares = (line.heading, f"{line.heading}\n- {speaker}:")
+            line.cost = count(line.entry.text[len(speaker) + 2 :] + SAID_SEPARATOR.rstrip())
+        else:
+            line.shares = (line.heading,)
+            line.cost = count(f"- {_text(line)}\n")
+    for key in {key for line in lines for key in line.shares}:
+        heading, _, label = key.rpartition("\n")
+        shared[key] = count(label) if heading else count(f"{key}:\n")
+    order = _keep_order(lines)
+    room = budget - count(digest.render_frame())
+    kept: set[int] = set()
+    opened: set[str] = set()
+    used = 0
+    for line in order:  # in order: a less worthy line never displaces a worthier one, but a
+        cost = line.cost + sum(shared[key] for key in line.shares if key not in opened)
+        if used + cost > room or (line.weight == 0 and not line.words):  # shorter one may
+            continue  # use the room a long one left; a line that says nothing ("ok") none
+        kept.add(id(line))
+        opened.update(line.shares)
+        used += cost
+    _remove(digest, [line for line in lines if id(line) not in kept])
+    text = digest.render()
+    for line in reversed(order):  # the estimate was short: the least worth goes first
+        if count(text) <= budget:
+            break
+        if id(line) in kept:
+            kept.discard(id(line))
+            _remove(digest, [line])
+            text = digest.render()
+    if count(text) > budget:  # only the frame is left (objective, date), and it is too long
+        digest.objective = digest.said_on = None
+        text = digest.render()
+    return text if count(text) <= budget else ""
+
+
+def _lines(digest: Digest) -> list[_Line]:
+    lines = [
+        _Line("fact", fact, _worth_alone(fact), i, new_words(fact.text), heading_of(fact))
+        for i, fact in enumerate(digest.facts.facts)
+    ]
+    offset = len(lines)
+    lines += [
+        _Line("question", q, _worth_alone(q), offset + i, new_words(q.text), "Open questions")
+        for i, q in enumerate(digest.questions)
+    ]
+    for heading, entries in digest.other.items():
+        lines += [
+            _Line(heading, e, -math.inf, i, frozenset(), heading) for i, e in enumerate(entries)
+        ]
+    return lines
+
+
+def _worth_alone(fact: Fact) -> float:
+    """What a line is worth before the words it adds: its kind's weight (a constraint or a
+    decision was set down on purpose) and a share of its content score."""
+    return KIND_WEIGHT.get(fact.kind, 0.0) + SCORE_SHARE * score(fact.text)
+
+
+def _text(line: _Line) -> str:
+    return line.entry if isinstance(line.entry, str) else str(line.entry.text)
+
+
+def _keep_order(lines: list[_Line]) -> list[_Line]:
+    """Lines in the order they are worth keeping (:func:`coverage_order`); among lines
+    alike, the newer first: the oldest goes first. A model's own sections come last."""
+    newest = max((line.position for line in lines), default=0) or 1
+    ranked = [line for line in lines if line.weight > -math.inf]
+    order = coverage_order(
+        [
+            Candidate(
+                line.words,
+                line.weight + RECENCY_WEIGHT * line.position / newest,
+                line.cost,
+                line.position,
+            )
+            for line in ranked
+        ]
+    )
+    others = [line for line in lines if line.weight == -math.inf]  # the newest of them first
+    return [ranked[n] for n in order] + sorted(others, key=lambda line: -line.position)
+
+
+def _remove(digest: Digest, gone: list[_Line]) -> None:
+    facts = {id(line.entry) for line in gone if line.section == "fact"}
+    questions = {id(line.entry) for line in gone if line.section == "question"}
+    digest.facts.discard(facts)
+    digest.questions = [q for q in digest.questions if id(q) not in questions]
+    for heading, entries in digest.other.items():
+        dropped = {line.position for line in gone if line.section == heading}
+        digest.other[heading] = [e for i, e in enumerate(entries) if i not in dropped]
