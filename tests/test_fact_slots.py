@@ -14,8 +14,9 @@ import pytest
 from test_summarizers import item, lookup
 
 from memstore import ExtractiveSummarizer, MemoryKind, MemoryLimits, MemoryStore, WordEstimator
+from memstore.core.consolidation_report import OVER_BUDGET
 from memstore.core.facts import FactList, extract, make_fact
-from memstore.core.slots import fact_slot
+from memstore.core.slots import decide, entry_cost, fact_slot
 from memstore.core.tool_results import same_shape, value_keys
 
 SHIPPED = "Order 3: status shipped, carrier DHL"
@@ -206,3 +207,28 @@ def test_a_result_never_replaces_a_decision_line() -> None:
         make_fact("Order 3: status refunded, refund 20 EUR", shape=("status", "refund"))
     )
     assert [f.kind for f in facts.facts] == ["decision", "fact"]
+
+
+def test_a_statements_key_is_its_speaker_and_a_hash_of_its_words() -> None:
+    said = make_fact("User: I adopted a beagle named Biscuit in January.", subject="User")
+    again = make_fact("User: i adopted a beagle, named Biscuit, in January!", subject="User")
+    key = fact_slot(said)
+    assert key == fact_slot(again)  # the same fact in other punctuation: the same slot
+    assert key.startswith("fact:user~") and len(key) == len("fact:user~") + 6
+    assert "beagle" not in key  # the value says it; the key would say it twice
+
+
+def test_consolidation_takes_facts_on_different_things_before_repeats() -> None:
+    facts = [
+        make_fact("User: My sister Maria moved to Lisbon, she works as a nurse.", subject="User",
+                  seqs=(1,)),
+        make_fact("User: My sister Maria, a nurse, moved to Lisbon in spring.", subject="User",
+                  seqs=(2,)),  # another slot (another word), but mostly the same thing
+        make_fact("User: I adopted a beagle named Biscuit.", subject="User", seqs=(3,)),
+    ]  # fmt: skip
+    count = WordEstimator().count
+    costs = [entry_cost(fact_slot(f), f.text, count) for f in facts]
+    decisions = decide(facts, {}, budget=costs[0] + costs[2], count=count)
+    written = {d.text for d in decisions if d.writes}
+    assert facts[2].text in written and len(written) == 2  # Biscuit, and Maria once
+    assert [d.reason for d in decisions if not d.writes] == [OVER_BUDGET]

@@ -24,8 +24,10 @@ holds now (:class:`SlotState`), in this order:
    entry's history keeps the old one.
 5. **compact.** The facts a session's runs write hold at most :data:`COMPACTION_RATIO` of the
    tokens of the items they consumed (counted over all its runs, so a small batch's unspent
-   budget goes to the next); the facts that say most per token (the extractor's weight over
-   the entry's tokens) are taken first (``over the budget`` for the rest).
+   budget goes to the next); the facts that add most per token are taken first, by the rule
+   the summary keeps its lines by (:mod:`memstore.core.coverage`: a share of the
+   extractor's weight and the words no fact taken before holds, over the entry's tokens;
+   ``over the budget`` for the rest).
 
 Pure code: the reads and the transaction are :mod:`memstore.db.consolidation_runs`, the run
 :mod:`memstore.memory.consolidation`.
@@ -41,6 +43,7 @@ from datetime import date, datetime
 from typing import Any, Protocol
 
 from memstore.core.consolidation_report import OVER_BUDGET, SKIP, SUPERSEDE, WRITE, Decision
+from memstore.core.coverage import SCORE_SHARE, Candidate, coverage_order, new_words
 from memstore.core.dates import parse_formatted
 from memstore.core.statements import content_words
 
@@ -53,8 +56,6 @@ COMPACTION_RATIO = 0.2
 #: Keys are read by people in listings; a longer slot name is clipped and made unique by a
 #: short hash of the whole.
 MAX_SLOT_CHARS = 120
-#: Content words that name a slot without an attribute: enough to recognise it in a listing.
-SLUG_WORDS = 2
 #: Hex digits of the hash that tells facts with the same first words apart (24 bits): keys
 #: cost tokens in every listing and model input, so no more than that.
 DIGEST_CHARS = 6
@@ -100,9 +101,10 @@ def slot_key(subject: str, attribute: str, text: str = "") -> str:
     """The entry key of a fact's slot, lowercase, white space and punctuation as ``-``.
 
     ``fact:<subject>:<attribute>`` when the extractor named an attribute (a newer fact about
-    it supersedes the older); otherwise the fact is its own slot, named by its first content
-    words and a short hash of all of them (``fact:user:sister-maria~3f2a9c``),
-    so the same fact said again, in any punctuation, lands on the same key. Past
+    it supersedes the older); otherwise the fact is its own slot, named by its subject and a
+    short hash of its content words (``fact:user~3f2a9c``), so the same fact said again, in
+    any punctuation, lands on the same key. The entry's value says what the fact is: words
+    of it in the key would be said twice in every listing and model input. Past
     :data:`MAX_SLOT_CHARS` the slot is clipped and made unique by a hash of the whole.
     """
     if attribute.strip():
@@ -110,8 +112,7 @@ def slot_key(subject: str, attribute: str, text: str = "") -> str:
     else:
         words = content_words(_SPEAKER.sub("", text, count=1))
         digest = hashlib.sha256(" ".join(sorted(set(words))).encode()).hexdigest()
-        digest = digest[:DIGEST_CHARS]
-        slot = f"{_slug(subject)}:{_slug(' '.join(words[:SLUG_WORDS]))}~{digest}"
+        slot = f"{_slug(subject)}~{digest[:DIGEST_CHARS]}"
     if len(slot) > MAX_SLOT_CHARS:
         digest = hashlib.sha256(slot.encode()).hexdigest()[:10]
         slot = f"{slot[: MAX_SLOT_CHARS - 11]}~{digest}"
@@ -213,21 +214,21 @@ def decide(
             decisions.append(_decision(key, fact, SKIP, LATER_IN_RUN, count))
         else:
             chosen[key] = fact
+    # What adds most per token first (:func:`coverage_order`): a budget of a fifth holds
+    # more of what a later question asks for as many short facts on different things than
+    # as a few long ones, or several on the same thing.
+    pairs = list(chosen.items())
+    costs = [entry_cost(key, fact.text, count) for key, fact in pairs]
+    candidates = [
+        Candidate(new_words(fact.text), SCORE_SHARE * fact.weight, cost, -min(fact.seqs, default=0))
+        for (key, fact), cost in zip(pairs, costs, strict=True)
+    ]
+    ranked = [(pairs[n], costs[n]) for n in coverage_order(candidates)]
     used = 0
-    # Most said per token first: a budget of a fifth holds many short facts or a few long
-    # ones, and the short ones are more often what a later question asks for.
-    ranked = sorted(
-        chosen.items(),
-        key=lambda pair: (
-            -pair[1].weight / max(1, entry_cost(pair[0], pair[1].text, count)),
-            min(pair[1].seqs, default=0),
-        ),
-    )
     writes: list[Decision] = []
-    for key, fact in ranked:
+    for (key, fact), cost in ranked:
         state = slots.get(key, SlotState())
         action, reason = _verdict(fact, state)
-        cost = entry_cost(key, fact.text, count)
         if action != SKIP and used + cost > budget:
             action, reason = SKIP, OVER_BUDGET
         if action != SKIP:
