@@ -107,19 +107,34 @@ def test_failing_summarizer_leads_to_eviction_with_the_error_recorded() -> None:
         raise RuntimeError("model unavailable")
 
     items = [item(i, 10) for i in range(1, 6)]
-    limits = MemoryLimits(hard=70, target=40, keep_recent=2)
+    limits = MemoryLimits(hard=70, target=50, keep_recent=2)
     plan = plan_compaction(snap(items), limits, count, broken)
     assert plan.summary_error == "RuntimeError: model unavailable"
     assert plan.summarized == ()
-    assert plan.evicted == tuple(i.id for i in items[:3])
+    assert plan.evicted == tuple(i.id for i in items[:2])
     assert plan.after_tokens <= limits.target
 
 
 def test_blank_summary_counts_as_failure() -> None:
     items = [item(i, 10) for i in range(1, 6)]
-    plan = plan_compaction(snap(items), MemoryLimits(70, 40, 2), count, lambda p, c: "   ")
+    plan = plan_compaction(snap(items), MemoryLimits(70, 50, 2), count, lambda p, c: "   ")
     assert plan.summary_error == "summarizer returned no usable text"
     assert plan.summary is None
+
+
+def test_no_room_for_a_summary_asks_for_none_and_records_no_error() -> None:
+    calls = []
+
+    def summarizer(previous: str | None, cands: object) -> str:
+        calls.append(cands)
+        return "never used"
+
+    items = [item(i, 10) for i in range(1, 6)]  # the two kept items and a summary's framing
+    limits = MemoryLimits(hard=70, target=40, keep_recent=2)  # fill the target: room 0
+    plan = plan_compaction(snap(items, summary="older facts"), limits, count, summarizer)
+    assert calls == [] and plan.summary_error is None
+    assert plan.evicted == tuple(i.id for i in items[:3]) and plan.summary is None
+    assert plan.after_tokens <= limits.target
 
 
 def test_one_oversized_recent_message_is_still_bounded() -> None:
@@ -226,7 +241,7 @@ def test_a_summarizer_that_kept_nothing_is_not_an_error() -> None:
     from memstore.core.summarizers import SummaryText
 
     items = [item(i, 10) for i in range(1, 6)]
-    limits = MemoryLimits(hard=70, target=40, keep_recent=2)
+    limits = MemoryLimits(hard=70, target=50, keep_recent=2)
     plan = plan_compaction(snap(items, "old"), limits, count, lambda p, c: SummaryText.nothing())
     assert plan.summary_error is None
     assert plan.summarized == tuple(i.id for i in items[:3])

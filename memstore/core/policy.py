@@ -13,7 +13,9 @@ first. The newest ``keep_recent`` items are *protected* in phases 1 and 2.
    room the target leaves once the items that stay are counted, in the session's own tokens
    (:func:`~memstore.core.summarizers.summary_room`). If the summarizer fails, the error is
    recorded and the candidates stay for phase 3; one that found nothing worth keeping is no
-   failure.
+   failure. When the items that stay fill the target (a few very long recent turns), there
+   is no room for any summary: no summarizer is called, no error is recorded, and phase 3
+   evicts.
 3. **Enforce the budget.** While still above the target: evict the remaining unprotected items
    oldest first; then trim the summary (it is the oldest context) or remove it; only then evict
    protected items, oldest first. The result is at most the target, always: even one recent
@@ -267,6 +269,10 @@ def start_plan(
     candidates: tuple[MemoryItem, ...] = ()
     if force or total > budget:
         candidates = tuple(item for item in remaining if item.id not in protected)
+    if candidates and summary_room(budget, remaining, candidates) < 1:
+        # The items that stay fill the target: no summary could hold anything, so none is
+        # asked for (no call, no error); phase 3 evicts.
+        candidates = ()
     return PlanDraft(snapshot, budget, protected, dropped, remaining, candidates, groups)
 
 
