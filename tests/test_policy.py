@@ -13,8 +13,8 @@ from memstore.core.policy import (
     plan_compaction,
     start_plan,
     total_tokens,
-    trim_to_tokens,
 )
+from memstore.core.summary_fit import trim_to_tokens
 from memstore.core.values import MemoryItem
 
 count = WordEstimator().count

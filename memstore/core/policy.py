@@ -36,11 +36,11 @@ store hold no transaction while a model thinks, and lets replay re-run the polic
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from memstore.core.summarizers import summarizer_options, summary_room
+from memstore.core.summary_fit import trim_to_tokens
 from memstore.core.turns import turn_order
 from memstore.core.units import Unit, closure, units
 from memstore.core.values import (
@@ -373,36 +373,6 @@ def _enforce_budget(
             break
         evict(unit)
     return evicted, summary, summary_tokens, action
-
-
-_PIECES = re.compile(r"\S+\s*")
-_LINES = re.compile(r"[^\n]*\n*")
-
-
-def trim_to_tokens(text: str, budget: int, count_tokens: CountTokens) -> str:
-    """The longest prefix of ``text`` counting at most ``budget`` tokens: whole lines when
-    ``text`` has several (half a line can invert a fact; a stub such as ``Current`` says
-    nothing), else words. The head is kept because both shipped summarizers put the
-    objective and the constraints first; a heading left with no line under it goes too.
-    """
-    if "\n" in text.strip():
-        lines = [line for line in _LINES.findall(text) if line]
-        kept = _longest_prefix(lines, budget, count_tokens)
-        while kept.endswith(":") and "\n" in kept:  # a heading whose lines did not fit
-            kept = kept.rsplit("\n", 1)[0].rstrip()
-        return "" if kept.endswith(":") else kept
-    return _longest_prefix(_PIECES.findall(text), budget, count_tokens)
-
-
-def _longest_prefix(pieces: list[str], budget: int, count_tokens: CountTokens) -> str:
-    low, high = 0, len(pieces)
-    while low < high:  # binary search: O(log n) token counts instead of n
-        mid = (low + high + 1) // 2
-        if count_tokens("".join(pieces[:mid]).strip()) <= budget:
-            low = mid
-        else:
-            high = mid - 1
-    return "".join(pieces[:low]).strip()
 
 
 def plan_compaction(

@@ -8,6 +8,8 @@ holds, per token it costs. What a section heading or a speaker's name costs is p
 by the first line that needs it. Among lines alike, the oldest goes first; a model's own
 sections (``Actions attempted:``) go before any fact; a line that says nothing (``ok``) is
 never kept. The extractive summary and a model's over-long reply are fitted the same way.
+When even the room a compaction gave a summary shrinks (phase 3), :func:`trim_to_tokens`
+keeps its head, whole lines only.
 
 Pure: no I/O.
 """
@@ -15,6 +17,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -151,3 +154,33 @@ def _remove(digest: Digest, gone: list[_Line]) -> None:
     for heading, entries in digest.other.items():
         dropped = {line.position for line in gone if line.section == heading}
         digest.other[heading] = [e for i, e in enumerate(entries) if i not in dropped]
+
+
+_PIECES = re.compile(r"\S+\s*")
+_LINES = re.compile(r"[^\n]*\n*")
+
+
+def trim_to_tokens(text: str, budget: int, count_tokens: CountTokens) -> str:
+    """The longest prefix of ``text`` counting at most ``budget`` tokens: whole lines when
+    ``text`` has several (half a line can invert a fact; a stub such as ``Current`` says
+    nothing), else words. The head is kept because both shipped summarizers put the
+    objective and the constraints first; a heading left with no line under it goes too.
+    """
+    if "\n" in text.strip():
+        lines = [line for line in _LINES.findall(text) if line]
+        kept = _longest_prefix(lines, budget, count_tokens)
+        while kept.endswith(":") and "\n" in kept:  # a heading whose lines did not fit
+            kept = kept.rsplit("\n", 1)[0].rstrip()
+        return "" if kept.endswith(":") else kept
+    return _longest_prefix(_PIECES.findall(text), budget, count_tokens)
+
+
+def _longest_prefix(pieces: list[str], budget: int, count_tokens: CountTokens) -> str:
+    low, high = 0, len(pieces)
+    while low < high:  # binary search: O(log n) token counts instead of n
+        mid = (low + high + 1) // 2
+        if count_tokens("".join(pieces[:mid]).strip()) <= budget:
+            low = mid
+        else:
+            high = mid - 1
+    return "".join(pieces[:low]).strip()
