@@ -27,7 +27,7 @@ from memstore.db import lease
 from memstore.db.tables import sessions
 from memstore.processes import ProcessIdentity, start_time
 
-LIMITS = MemoryLimits(hard=10_000, target=30, keep_recent=2)
+LIMITS = MemoryLimits(hard=10_000, target=40, keep_recent=2)
 
 
 async def fill(store: MemoryStore, n: int = 8) -> None:
@@ -58,7 +58,7 @@ async def set_holder(store: MemoryStore, **columns: object) -> None:
 STUCK_WORKER = """
 import asyncio, sys
 from memstore import MemoryLimits, MemoryStore, WordEstimator
-LIMITS = MemoryLimits(hard=10_000, target=30, keep_recent=2)
+LIMITS = MemoryLimits(hard=10_000, target=40, keep_recent=2)
 async def stuck(previous, items):
     print("summarizing", flush=True)
     await asyncio.Event().wait()
