@@ -9,6 +9,7 @@ Statements, answers in words and results with other fields never replace one ano
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from test_summarizers import item, lookup
@@ -209,13 +210,11 @@ def test_a_result_never_replaces_a_decision_line() -> None:
     assert [f.kind for f in facts.facts] == ["decision", "fact"]
 
 
-def test_a_statements_key_is_its_speaker_and_a_hash_of_its_words() -> None:
+def test_a_statements_key_is_the_same_for_the_same_fact_in_other_punctuation() -> None:
     said = make_fact("User: I adopted a beagle named Biscuit in January.", subject="User")
     again = make_fact("User: i adopted a beagle, named Biscuit, in January!", subject="User")
-    key = fact_slot(said)
-    assert key == fact_slot(again)  # the same fact in other punctuation: the same slot
-    assert key.startswith("fact:user~") and len(key) == len("fact:user~") + 6
-    assert "beagle" not in key  # the value says it; the key would say it twice
+    assert fact_slot(said) == fact_slot(again)
+    assert re.fullmatch(r"fact:user:adopted-beagle~[0-9a-f]{6}", fact_slot(said))
 
 
 def test_consolidation_takes_facts_on_different_things_before_repeats() -> None:

@@ -8,6 +8,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from conftest import make_item
 
 from memstore import ExtractiveSummarizer, MemoryKind, Priority, TiktokenEstimator, WordEstimator
@@ -246,6 +247,42 @@ def test_a_speakers_lines_share_one_line_per_section_and_read_back_as_facts() ->
     # Fitted, one fact of a shared line goes and the rest of the line stays.
     tight = summarize(previous=text, budget=WordEstimator().count(text) - 4)
     assert tight.startswith("On 8 May 2023:\n- Caroline: ") and " | " not in tight
+
+
+def test_a_fact_listed_under_an_earlier_speaker_survives_a_fold_again() -> None:
+    # Caroline's second fact contains Melanie's; the layout lists it first (Caroline spoke
+    # first), and reading the summary back must not take Melanie's for a repeat of it.
+    first = summarize(
+        item("New conversation session on 8 May 2023.", MemoryKind.DECISION, seq=1),
+        item("Caroline: I went to a support group yesterday and it was powerful.", seq=2),
+        item(
+            "Melanie: I painted a lake sunrise in Oregon last summer.",
+            MemoryKind.ASSISTANT_MESSAGE,
+            seq=3,
+        ),
+        item(
+            "Caroline: Wow, Melanie painted a lake sunrise in Oregon last summer, I love it!", seq=4
+        ),
+    )
+    assert "- Melanie: I painted a lake sunrise in Oregon last summer." in first
+    assert summarize(previous=first) == first
+
+
+@pytest.mark.parametrize(
+    "said", ["Cities I love: Berlin, Paris |", "Options a\t|\tb for the trip to Rome", "| Rome"]
+)
+def test_a_fact_never_holds_the_separator_as_a_word(said: str) -> None:
+    text = summarize(item(f"My sister Ana lives in Lisbon. {said}", seq=1))
+    facts = parse_summary(text).facts.facts
+    assert all("|" not in fact.text.split() for fact in facts)
+    assert summarize(previous=text) == text
+
+
+def test_the_last_fact_of_a_speakers_line_is_charged_no_separator() -> None:
+    count = WordEstimator().count
+    one = "Facts:\n- Melanie: Pottery helps me relax after work."
+    digest = parse_summary(f"{one} | I went to a support group in Boston.")
+    assert fit_summary(digest, count(one), count) == one  # exactly the room one fact needs
 
 
 def test_a_line_that_adds_nothing_new_goes_before_one_that_does() -> None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from memstore.core.dates import parse_formatted
 from memstore.core.facts import CONSTRAINT, DECISION, FACT, QUESTION, Fact, FactList, make_fact
+from memstore.core.statements import SPEAKER
 
 OBJECTIVE = "Current objective"
 SESSION_DATE = "Session date"
@@ -46,8 +47,6 @@ _ALIASES = {"important observations": FACT, "confirmed facts": FACT, "facts": FA
             "unresolved questions": QUESTION}  # fmt: skip
 _BULLET = re.compile(r"^(?:[-*•]|\d+[.)])\s+")
 _DATED = re.compile(r"^On (\d{1,2} [A-Z][a-z]+ \d{4}):$")
-#: A fact line's speaker (or a subject named like one): capitalised words before a colon.
-_SAID_BY = re.compile(r"^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): (?=\S)")
 #: Between one speaker's lines in a section (fact texts never hold it: :func:`make_fact`).
 SAID_SEPARATOR = " | "
 
@@ -119,7 +118,7 @@ def speaker_of(fact: Fact) -> str:
     """The name a fact line opens with (``Caroline: ...``, ``User: ...``), under which a
     section lists all its lines once (``- Caroline: ... | ...``); ``""`` for a line with
     none, or of a kind listed one to a line."""
-    match = _SAID_BY.match(fact.text) if fact.kind == FACT else None
+    match = SPEAKER.match(fact.text) if fact.kind == FACT else None
     return match[1] if match else ""
 
 
@@ -151,15 +150,16 @@ def parse_summary(text: str | None) -> Digest:
             kind = FACT if said_on else _ALIASES.get(heading.lower())
             continue
         entry = line[bullet.end() :] if bullet else line
-        speaker = _SAID_BY.match(entry) if kind == FACT else None
+        speaker = SPEAKER.match(entry) if kind == FACT else None
         if speaker is not None:  # one speaker's lines: each its own fact again
             parts = entry[speaker.end() :].split(SAID_SEPARATOR)
             for part in parts:
-                digest.facts.add(make_fact(f"{speaker[1]}: {part}", said_on=said_on))
+                fact = make_fact(f"{speaker[1]}: {part}", said_on=said_on)
+                digest.facts.add(fact, read_back=True)
         elif kind == QUESTION:
             digest.questions.append(make_fact(entry, kind=QUESTION))
         elif kind is not None:
-            digest.facts.add(make_fact(entry, said_on=said_on, kind=kind))
+            digest.facts.add(make_fact(entry, said_on=said_on, kind=kind), read_back=True)
         else:
             digest.other.setdefault(heading, []).append(entry)
     return digest

@@ -41,6 +41,7 @@ from datetime import date
 from memstore.core.dates import format_date, parse_formatted, pin_relative, session_date
 from memstore.core.slots import slot_key
 from memstore.core.statements import (
+    SPEAKER,
     best_of,
     content_words,
     is_chatter,
@@ -77,7 +78,6 @@ MIN_ANSWER_SCORE = 1.5
 MAX_FACT_WORDS = 45
 
 
-_SPEAKER = re.compile(r"^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}):\s+(?=\S)")
 _RUNS = re.compile(r"[A-Za-z]+|\d+")
 _OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
 _CALL_TYPES = ("function_call", "custom_tool_call")
@@ -146,9 +146,9 @@ def make_fact(
     kind: str = FACT,
     shape: tuple[str, ...] = (),
 ) -> Fact:
-    """A :class:`Fact` with its text clipped to one line and its weight computed (`` | ``,
-    which a summary puts between one speaker's lines, becomes `` / ``)."""
-    words = text.replace(" | ", " / ").split()
+    """A :class:`Fact` with its text clipped to one line and its weight computed (a ``|``
+    standing alone, which a summary puts between one speaker's facts, becomes ``/``)."""
+    words = ["/" if word == "|" else word for word in text.split()]
     line = " ".join(words[:MAX_FACT_WORDS]) + (" ..." if len(words) > MAX_FACT_WORDS else "")
     return Fact(subject, attribute, line, seqs, said_on, line_weight(line, kind), kind, shape)
 
@@ -168,10 +168,16 @@ class FactList:
     _known: set[frozenset[str]] = field(default_factory=set)
     _slots: dict[str, Fact] = field(default_factory=dict)  # slot key -> its newest fact
 
-    def add(self, fact: Fact) -> bool:
-        """Add ``fact`` unless it is already known; ``False`` when it was a repeat."""
+    def add(self, fact: Fact, *, read_back: bool = False) -> bool:
+        """Add ``fact`` unless it is already known; ``False`` when it was a repeat.
+
+        A fact ``read_back`` from a summary was checked when it was first added, and a
+        summary lists it by section and speaker, not in the order it was said: only the same
+        fact again is a repeat then, not one that a fact listed before it happens to contain.
+        """
         key = fact_key(fact)
-        if key in self._known or any(key <= other for other in self._keys[-REPEAT_WINDOW:]):
+        repeats = () if read_back else self._keys[-REPEAT_WINDOW:]
+        if key in self._known or any(key <= other for other in repeats):
             return False
         if fact.attribute:
             slot = slot_key(fact.subject, fact.attribute)  # the key consolidation writes
@@ -297,7 +303,7 @@ class _Reader:
 
     def _message(self, item: MemoryItem) -> None:
         from_user = item.kind is MemoryKind.USER_MESSAGE
-        match = _SPEAKER.match(item.content)
+        match = SPEAKER.match(item.content)
         speaker = match[1] if match else ("User" if from_user else "Assistant")
         body = item.content[match.end() :] if match else item.content
         said = [tidy(s) for s in sentences(body)]

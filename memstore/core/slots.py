@@ -25,7 +25,7 @@ holds now (:class:`SlotState`), in this order:
 5. **compact.** The facts a session's runs write hold at most :data:`COMPACTION_RATIO` of the
    tokens of the items they consumed (counted over all its runs, so a small batch's unspent
    budget goes to the next); the facts that add most per token are taken first, by the rule
-   the summary keeps its lines by (:mod:`memstore.core.coverage`: a share of the
+   the summary keeps its lines by (:func:`memstore.core.statements.coverage_order`: a share of the
    extractor's weight and the words no fact taken before holds, over the entry's tokens;
    ``over the budget`` for the rest).
 
@@ -43,9 +43,15 @@ from datetime import date, datetime
 from typing import Any, Protocol
 
 from memstore.core.consolidation_report import OVER_BUDGET, SKIP, SUPERSEDE, WRITE, Decision
-from memstore.core.coverage import SCORE_SHARE, Candidate, coverage_order, new_words
 from memstore.core.dates import parse_formatted
-from memstore.core.statements import content_words
+from memstore.core.statements import (
+    SCORE_SHARE,
+    SPEAKER,
+    Candidate,
+    content_words,
+    coverage_order,
+    new_words,
+)
 
 #: Every key consolidation writes starts with this: the rest of the key space is the
 #: application's.
@@ -56,11 +62,11 @@ COMPACTION_RATIO = 0.2
 #: Keys are read by people in listings; a longer slot name is clipped and made unique by a
 #: short hash of the whole.
 MAX_SLOT_CHARS = 120
+#: Content words that name a slot without an attribute: enough to recognise it in a listing.
+SLUG_WORDS = 2
 #: Hex digits of the hash that tells facts with the same first words apart (24 bits): keys
 #: cost tokens in every listing and model input, so no more than that.
 DIGEST_CHARS = 6
-#: A fact line that starts with its speaker (``User: ...``): the key names the subject already.
-_SPEAKER = re.compile(r"^[A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}:\s+")
 
 
 PERSON_WROTE = "written by a person or the application"
@@ -101,18 +107,18 @@ def slot_key(subject: str, attribute: str, text: str = "") -> str:
     """The entry key of a fact's slot, lowercase, white space and punctuation as ``-``.
 
     ``fact:<subject>:<attribute>`` when the extractor named an attribute (a newer fact about
-    it supersedes the older); otherwise the fact is its own slot, named by its subject and a
-    short hash of its content words (``fact:user~3f2a9c``), so the same fact said again, in
-    any punctuation, lands on the same key. The entry's value says what the fact is: words
-    of it in the key would be said twice in every listing and model input. Past
+    it supersedes the older); otherwise the fact is its own slot, named by its first content
+    words and a short hash of all of them (``fact:user:sister-maria~3f2a9c``),
+    so the same fact said again, in any punctuation, lands on the same key. Past
     :data:`MAX_SLOT_CHARS` the slot is clipped and made unique by a hash of the whole.
     """
     if attribute.strip():
         slot = f"{_slug(subject)}:{_slug(attribute)}"
     else:
-        words = content_words(_SPEAKER.sub("", text, count=1))
+        words = content_words(SPEAKER.sub("", text, count=1))
         digest = hashlib.sha256(" ".join(sorted(set(words))).encode()).hexdigest()
-        slot = f"{_slug(subject)}~{digest[:DIGEST_CHARS]}"
+        digest = digest[:DIGEST_CHARS]
+        slot = f"{_slug(subject)}:{_slug(' '.join(words[:SLUG_WORDS]))}~{digest}"
     if len(slot) > MAX_SLOT_CHARS:
         digest = hashlib.sha256(slot.encode()).hexdigest()[:10]
         slot = f"{slot[: MAX_SLOT_CHARS - 11]}~{digest}"

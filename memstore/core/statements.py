@@ -14,12 +14,25 @@ scored by its content, never by who wrote it or a list of topics:
 Greetings, acknowledgements, laughter and one-word replies score nothing. The word lists
 here are closed classes of English (pronouns, kinship terms, common irregular verbs,
 months), not topics of any data set.
+
+**What to keep, by what it adds** (:func:`coverage_order`, the rule both a summary and
+consolidation follow). A summary has room for a few dozen lines out of hundreds of turns,
+long-term entries for a fifth of a conversation's tokens, and a later question can name
+anything the conversation touched: so each candidate is worth what it is on its own (a
+constraint's weight, a share of its content score) plus the words it adds that nothing kept
+before it holds, per token it costs. A second line on the same words adds little; a line
+with new names, numbers and things adds much. This is the greedy rule for maximum coverage
+within a budget.
 """
 
 from __future__ import annotations
 
 import functools
+import heapq
 import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
 
 from memstore.core.search_terms import STOPWORDS
 
@@ -42,6 +55,9 @@ _LAUGHTER = re.compile(
 _DIGIT = re.compile(r"\d")
 _SEARCH_WORD = re.compile(r"[^\W_]+")  # as the search index splits words
 _LABEL = re.compile(r"^[\w .#'-]{1,24}:\s+(?=\S)")
+#: A text that opens with who said it (``Caroline: ...``): up to three capitalised words and
+#: a colon. A subject named like one (``Ticket T-9: ...``) matches too.
+SPEAKER = re.compile(r"^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}):\s+(?=\S)")
 _INNER_CAPITAL = re.compile(r"^.+[A-Z]")
 _REPEATED_PUNCT = re.compile(r"([!?.])\1+")
 _CHATTER = re.compile(
@@ -278,3 +294,68 @@ def first_word(sentence: str) -> str:
         if word not in _LEAD_WORDS:
             return word
     return ""
+
+
+# -- what to keep, by what it adds (module docstring) -----------------------------------------
+
+#: What a candidate's own content score (3 to 15: names, numbers, dates, what someone did)
+#: counts beside the words it adds: a few words' worth, so a sentence with specifics goes
+#: before one of ordinary words, but one that adds nothing new does not outrank one that does.
+SCORE_SHARE = 0.3
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """Something that may be kept.
+
+    Attributes:
+        words: What it would add (:func:`new_words`): each word and what it is worth.
+        worth: What it is worth on its own, in words' worth.
+        cost: Its tokens (at least 1 counts).
+        rank: Among candidates alike, the higher goes first (the newer line, the older fact).
+    """
+
+    words: Mapping[str, int]
+    worth: float
+    cost: int
+    rank: float = 0.0
+
+
+@functools.lru_cache(maxsize=8192)
+def new_words(text: str) -> Mapping[str, int]:
+    """The words ``text`` could add, its label's too (a subject's id says what a line is
+    about; a speaker's name is soon covered), each worth 1, or 2 for a name, an identifier
+    or a number (what a fact cannot lose). A single letter or digit says little on its own
+    (``day 4``), and chatter (``ok``) nothing."""
+    said = _LABEL.sub("", text, count=1)
+    if is_chatter(said):
+        return MappingProxyType({})
+    specific = {word for token in salient_tokens(said) for word in telling_words(token)}
+    words = {word: 2 if word in specific else 1 for word in telling_words(text) if len(word) > 1}
+    return MappingProxyType(words)  # read-only: cached, since every fold rates its lines again
+
+
+def coverage_order(candidates: Sequence[Candidate]) -> list[int]:
+    """The indexes of ``candidates`` in the order they are worth keeping: greedily, the most
+    said per token, where what one says is its own worth plus what the words it adds that
+    none before it holds are worth (module docstring)."""
+    covered: set[str] = set()
+
+    def worth(candidate: Candidate) -> float:
+        adds = sum(value for word, value in candidate.words.items() if word not in covered)
+        return (candidate.worth + adds) / max(candidate.cost, 1)
+
+    # Lazy greedy: a candidate's worth only falls as its words are covered, so one whose
+    # fresh worth still tops the heap is the best one (no need to re-rate all of them).
+    heap = [(-worth(c), -c.rank, n) for n, c in enumerate(candidates)]
+    heapq.heapify(heap)
+    order: list[int] = []
+    while heap:
+        _, rank, n = heapq.heappop(heap)
+        fresh = worth(candidates[n])
+        if heap and fresh < -heap[0][0]:
+            heapq.heappush(heap, (-fresh, rank, n))
+            continue
+        order.append(n)
+        covered.update(candidates[n].words)  # the next candidate on these words says less
+    return order

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memstore.core.coverage import SCORE_SHARE, Candidate, coverage_order, new_words
 from memstore.core.digest import SAID_SEPARATOR, Digest, heading_of, parse_summary, speaker_of
 from memstore.core.facts import KIND_WEIGHT, Fact
-from memstore.core.statements import score
+from memstore.core.statements import SCORE_SHARE, Candidate, coverage_order, new_words, score
 
 CountTokens = Callable[[str], int]
 
@@ -41,7 +40,7 @@ class _Line:
     entry: Any  # the Fact, or a model section's text
     weight: float
     position: int
-    words: frozenset[str]  # what it adds to the summary (:func:`new_words`)
+    words: Mapping[str, int]  # what it adds to the summary (:func:`new_words`)
     heading: str  # the section it is listed under
     cost: int = 0  # its own tokens
     shares: tuple[str, ...] = ()  # what it shares with others: its heading, its speaker's label
@@ -60,27 +59,32 @@ def fit_summary(summary: str | Digest, budget: int, count: CountTokens) -> str:
     if count(text) <= budget:
         return text
     lines = _lines(digest)
-    shared: dict[str, int] = {}  # a heading's, or a speaker's label's, cost: paid once
+    shared: dict[str, int] = {}  # a heading's, or a speaker's line's start and end: paid once
+    separator = count(SAID_SEPARATOR.strip())
     for line in lines:  # each line counted once: counting the text per drop is quadratic
         speaker = speaker_of(line.entry) if line.section == "fact" else ""
-        if speaker:  # its part after the label, and a separator (or the line's end)
+        if speaker:  # its part after the label; a separator too once the line holds another
             line.shares = (line.heading, f"{line.heading}\n- {speaker}:")
-            line.cost = count(line.entry.text[len(speaker) + 2 :] + SAID_SEPARATOR.rstrip())
+            line.cost = count(line.entry.text[len(speaker) + 2 :])
         else:
             line.shares = (line.heading,)
             line.cost = count(f"- {_text(line)}\n")
     for key in {key for line in lines for key in line.shares}:
         heading, _, label = key.rpartition("\n")
-        shared[key] = count(label) if heading else count(f"{key}:\n")
+        shared[key] = count(f"{label}\n") if heading else count(f"{key}:\n")
     order = _keep_order(lines)
     room = budget - count(digest.render_frame())
     kept: set[int] = set()
     opened: set[str] = set()
     used = 0
-    for line in order:  # in order: a less worthy line never displaces a worthier one, but a
-        cost = line.cost + sum(shared[key] for key in line.shares if key not in opened)
-        if used + cost > room or (line.weight == 0 and not line.words):  # shorter one may
-            continue  # use the room a long one left; a line that says nothing ("ok") none
+    # In order: a less worthy line never displaces a worthier one, but a shorter one may use
+    # the room a long one left; a line that says nothing ("ok") uses none.
+    for line in order:
+        joins = len(line.shares) > 1 and line.shares[-1] in opened
+        cost = line.cost + (separator if joins else 0)
+        cost += sum(shared[key] for key in line.shares if key not in opened)
+        if used + cost > room or (line.weight == 0 and not line.words):
+            continue
         kept.add(id(line))
         opened.update(line.shares)
         used += cost
@@ -110,9 +114,7 @@ def _lines(digest: Digest) -> list[_Line]:
         for i, q in enumerate(digest.questions)
     ]
     for heading, entries in digest.other.items():
-        lines += [
-            _Line(heading, e, -math.inf, i, frozenset(), heading) for i, e in enumerate(entries)
-        ]
+        lines += [_Line(heading, e, -math.inf, i, {}, heading) for i, e in enumerate(entries)]
     return lines
 
 
