@@ -202,6 +202,18 @@ def test_a_session_marker_dates_what_follows_and_is_not_a_fact() -> None:
     assert later == "On 25 May 2023:\n- Melanie: Pottery is my favorite way to relax."
 
 
+def test_the_date_in_force_survives_a_day_that_holds_only_a_decision() -> None:
+    text = summarize(
+        item("New conversation session on 8 May 2023.", MemoryKind.DECISION, seq=1),
+        item("Caroline: I went to a support group in Boston yesterday.", seq=2),
+        item("New conversation session on 9 May 2023.", MemoryKind.DECISION, seq=3),
+        item("Ship the blue car to Lisbon on Friday.", MemoryKind.DECISION, seq=4),
+    )
+    assert "Session date: 9 May 2023" in text
+    later = summarize(item("Caroline: I adopted a dog named Max yesterday.", seq=5), previous=text)
+    assert "On 9 May 2023:\n- Caroline: I adopted a dog named Max yesterday (8 May 2023)." in later
+
+
 def test_a_summary_round_trips_and_folds_without_drift() -> None:
     items = [
         item("Never deploy on Fridays.", seq=1),

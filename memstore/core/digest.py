@@ -71,7 +71,8 @@ class Digest:
     def render(self) -> str:
         """The summary text (module docstring)."""
         lines = [f"{OBJECTIVE}: {self.objective}"] if self.objective else []
-        if self.said_on and not any(f.said_on == self.said_on for f in self.facts.facts):
+        days = {f.said_on for f in self.facts.facts if f.kind == FACT}  # a decision's day is
+        if self.said_on and self.said_on not in days:  # not written: it reads back undated
             lines.append(f"{SESSION_DATE}: {self.said_on}")  # it dates the next items
         groups: dict[str, list[str | tuple[str, list[str]]]] = {}
         said: dict[tuple[str, str], list[str]] = {}  # a speaker's lines in one section
