@@ -71,9 +71,11 @@ class Digest:
     def render(self) -> str:
         """The summary text (module docstring)."""
         lines = [f"{OBJECTIVE}: {self.objective}"] if self.objective else []
-        days = {f.said_on for f in self.facts.facts if f.kind == FACT}  # a decision's day is
-        if self.said_on and self.said_on not in days:  # not written: it reads back undated
-            lines.append(f"{SESSION_DATE}: {self.said_on}")  # it dates the next items
+        # The day in force dates the next items. A fact's heading says it; a decision's day
+        # is not written with it (it reads back undated), so it does not count.
+        days = {f.said_on for f in self.facts.facts if f.kind == FACT}
+        if self.said_on and self.said_on not in days:
+            lines.append(f"{SESSION_DATE}: {self.said_on}")
         groups: dict[str, list[str | tuple[str, list[str]]]] = {}
         said: dict[tuple[str, str], list[str]] = {}  # a speaker's lines in one section
         for fact in self.facts.facts:
