@@ -399,3 +399,15 @@ def test_a_fitted_summary_is_within_its_budget_or_empty() -> None:
         fitted = fit_summary(text, budget, count)
         assert count(fitted) <= budget  # the date too goes when it alone does not fit
         assert fitted in ("", "Session date: 8 May 2023", text)
+
+
+def test_a_frame_over_budget_leaves_its_room_to_the_facts() -> None:
+    # An objective longer than the whole budget cannot be kept: a fact that fits alone is
+    # kept instead of an empty summary, and the date with it when both fit.
+    facts = "Facts:\n- Order 3: status shipped, carrier DHL"
+    objective = f"Current objective: {'check the order ' * 20}"
+    count = WordEstimator().count
+    assert fit_summary(f"{objective}\n{facts}", count(facts), count) == facts
+    text = f"{objective}\nSession date: 8 May 2023\n{facts}"
+    dated = fit_summary(text, count(f"Session date: 8 May 2023\n{facts}"), count)
+    assert dated == f"Session date: 8 May 2023\n{facts}"  # the date goes only when it must

@@ -73,6 +73,7 @@ def fit_summary(summary: str | Digest, budget: int, count: CountTokens) -> str:
         heading, _, label = key.rpartition("\n")
         shared[key] = count(f"{label}\n") if heading else count(f"{key}:\n")
     order = _keep_order(lines)
+    _fit_frame(digest, budget, count)
     room = budget - count(digest.render_frame())
     kept: set[int] = set()
     opened: set[str] = set()
@@ -101,6 +102,20 @@ def fit_summary(summary: str | Digest, budget: int, count: CountTokens) -> str:
         digest.objective = digest.said_on = None
         text = digest.render()
     return text if count(text) <= budget else ""
+
+
+def _fit_frame(digest: Digest, budget: int, count: CountTokens) -> None:
+    """Leave out what of the frame (objective, date) cannot be kept within ``budget`` even
+    alone, before the lines are fitted, so its room goes to them: an objective over the
+    budget by itself, then the date if the two still do not fit (the objective says what
+    is asked)."""
+    if count(digest.render_frame()) <= budget:
+        return
+    said_on, digest.said_on = digest.said_on, None
+    if count(digest.render_frame()) > budget:
+        digest.objective, digest.said_on = None, said_on
+        if count(digest.render_frame()) > budget:
+            digest.said_on = None
 
 
 def _lines(digest: Digest) -> list[_Line]:
