@@ -39,9 +39,12 @@ Data (fetched at run time, never committed):
 
     python benchmarks/fidelity.py [--conversations 10] [--questions 30] [--skip N] [--json]
     python benchmarks/fidelity.py --sittings   # across a user's sessions (fidelity_sittings)
+    python benchmarks/fidelity.py --sittings --hard 6000 --entry-share 0.6   # what if
     python benchmarks/fidelity.py --locomo data/locomo10.json
 
 ``--sittings`` measures memory across a user's sessions instead (:mod:`fidelity_sittings`).
+``--hard N`` and ``--entry-share R`` ask what larger inputs, or entries allowed more of the
+tokens they distil than a fifth, would hold: what the store's bounds cost.
 
 Offline after the first fetch (``--cache DIR``, default ``~/.cache/memstore-benchmarks``).
 """
@@ -66,6 +69,7 @@ from typing import Any
 import agent_sessions  # beside this file
 
 from memstore import ExtractiveSummarizer, MemoryLimits, MemoryStore, TiktokenEstimator
+from memstore.core import slots
 from memstore.core.search_terms import STOPWORDS
 from memstore.core.values import ITEM_OVERHEAD_TOKENS
 from memstore.render.input import MEMORIES_CLOSE, MEMORIES_OPEN, SUMMARY_PREAMBLE
@@ -447,9 +451,26 @@ def main() -> None:
         help="one scoped session per sitting, consolidated at its end; questions asked in a "
         "fresh session (recall across a user's sessions, long-term entries alone)",
     )
+    parser.add_argument(
+        "--hard",
+        type=int,
+        help="what if: every input within N tokens (target 3/5 of it, keep 4) instead of the "
+        "store's defaults",
+    )
+    parser.add_argument(
+        "--entry-share",
+        type=float,
+        help="what if (with --sittings): consolidation's entries may hold this share of the "
+        "tokens they distil instead of a fifth",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     limits = MemoryLimits()  # the store's defaults
+    if args.hard is not None:
+        limits = MemoryLimits(args.hard, args.hard * 3 // 5, limits.keep_recent)
+    if args.entry_share is not None:
+        # A what-if on the product's own bound: budget_for reads the ratio when it runs.
+        slots.COMPACTION_RATIO = args.entry_share
     if args.locomo is not None:
         dataset = "LoCoMo"
         conversations = locomo_conversations(args.locomo, questions=args.questions)
