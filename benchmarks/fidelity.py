@@ -68,7 +68,13 @@ from typing import Any
 
 import agent_sessions  # beside this file
 
-from memstore import ExtractiveSummarizer, MemoryLimits, MemoryStore, TiktokenEstimator
+from memstore import (
+    ExtractiveSummarizer,
+    MemoryLimits,
+    MemoryStore,
+    MemstoreError,
+    TiktokenEstimator,
+)
 from memstore.core import slots
 from memstore.core.search_terms import STOPWORDS
 from memstore.core.values import ITEM_OVERHEAD_TOKENS
@@ -467,8 +473,13 @@ def main() -> None:
     args = parser.parse_args()
     limits = MemoryLimits()  # the store's defaults
     if args.hard is not None:
-        limits = MemoryLimits(args.hard, args.hard * 3 // 5, limits.keep_recent)
+        try:
+            limits = MemoryLimits(args.hard, args.hard * 3 // 5, limits.keep_recent)
+        except MemstoreError as error:
+            parser.error(f"--hard: {error}")
     if args.entry_share is not None:
+        if not args.sittings or not 0 < args.entry_share <= 1:
+            parser.error("--entry-share takes a share from 0 to 1, with --sittings")
         # A what-if on the product's own bound: budget_for reads the ratio when it runs.
         slots.COMPACTION_RATIO = args.entry_share
     if args.locomo is not None:

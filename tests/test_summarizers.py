@@ -411,3 +411,7 @@ def test_a_frame_over_budget_leaves_its_room_to_the_facts() -> None:
     text = f"{objective}\nSession date: 8 May 2023\n{facts}"
     dated = fit_summary(text, count(f"Session date: 8 May 2023\n{facts}"), count)
     assert dated == f"Session date: 8 May 2023\n{facts}"  # the date goes only when it must
+    # A date its fact's heading already says is not written, so it takes no room from it.
+    on_the_day = "On 8 May 2023:\n- Caroline: I went to a support group"
+    text = f"{objective}\nSession date: 8 May 2023\n{on_the_day}"
+    assert fit_summary(text, count(on_the_day), count) == on_the_day

@@ -64,18 +64,20 @@ class Digest:
     def render_frame(self) -> str:
         """What the digest costs without its droppable lines: the objective and the date
         (headings are left to the exact count, since one whose lines all go costs nothing)."""
-        frame = [f"{OBJECTIVE}: {self.objective}"] if self.objective else []
-        frame += [f"{SESSION_DATE}: {self.said_on}"] if self.said_on else []
-        return "\n".join(frame)
+        return "\n".join(self._frame_lines())
 
-    def render(self) -> str:
-        """The summary text (module docstring)."""
+    def _frame_lines(self) -> list[str]:
         lines = [f"{OBJECTIVE}: {self.objective}"] if self.objective else []
         # The day in force dates the next items. A fact's heading says it; a decision's day
         # is not written with it (it reads back undated), so it does not count.
         days = {f.said_on for f in self.facts.facts if f.kind == FACT}
         if self.said_on and self.said_on not in days:
             lines.append(f"{SESSION_DATE}: {self.said_on}")
+        return lines
+
+    def render(self) -> str:
+        """The summary text (module docstring)."""
+        lines = self._frame_lines()
         groups: dict[str, list[str | tuple[str, list[str]]]] = {}
         said: dict[tuple[str, str], list[str]] = {}  # a speaker's lines in one section
         for fact in self.facts.facts:
