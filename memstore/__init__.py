@@ -17,18 +17,11 @@ from memstore.version import __version__
 if TYPE_CHECKING:
     from memstore.config import Settings
     from memstore.core.consolidation_report import ConsolidationReport
+    from memstore.core.records import CompactionReport, SessionInfo
     from memstore.core.search_terms import SearchHit
     from memstore.core.summarizers import ExtractiveSummarizer
     from memstore.core.tokens import ByteEstimator, TiktokenEstimator, TokenEstimator, WordEstimator
-    from memstore.core.values import (
-        CompactionReport,
-        MemoryItem,
-        MemoryKind,
-        MemoryLimits,
-        MemoryRole,
-        Priority,
-        SessionInfo,
-    )
+    from memstore.core.values import MemoryItem, MemoryKind, MemoryLimits, MemoryRole, Priority
     from memstore.errors import (
         CompactionConflictError,
         ConfigurationError,
@@ -70,7 +63,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "ByteEstimator": "memstore.core.tokens",
     "CompactionConflictError": "memstore.errors",
-    "CompactionReport": "memstore.core.values",
+    "CompactionReport": "memstore.core.records",
     "ConfigurationError": "memstore.errors",
     "ConsolidationReport": "memstore.core.consolidation_report",
     "ConflictError": "memstore.errors",
@@ -107,7 +100,7 @@ _EXPORTS = {
     "SchemaOutdatedError": "memstore.errors",
     "SchemaTooNewError": "memstore.errors",
     "SearchHit": "memstore.core.search_terms",
-    "SessionInfo": "memstore.core.values",
+    "SessionInfo": "memstore.core.records",
     "SessionMemory": "memstore.memory.session",
     "SessionExistsError": "memstore.errors",
     "SessionNotFoundError": "memstore.errors",

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from conftest import memstore_cli, write_worked_example
 
+from memstore.core.records import CompactionReport
 from memstore.core.replay import ReplayEvent
 from memstore.core.timeline import session_timeline
-from memstore.core.values import CompactionReport
 
 
 def events(n: int, every: int) -> list[ReplayEvent]:

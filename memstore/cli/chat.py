@@ -32,8 +32,8 @@ from rich.text import Text
 from memstore.cli.output import console, preview
 from memstore.config import ModelSettings
 from memstore.core.ltm_entries import validate_scope
+from memstore.core.records import CompactionReport
 from memstore.core.validation import validate_session_id
-from memstore.core.values import CompactionReport
 from memstore.errors import MemstoreError
 from memstore.memory.store import MemoryStore
 

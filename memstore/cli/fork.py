@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from memstore.cli.output import json_option, print_json, run_with_store
-from memstore.core.values import SessionInfo
+from memstore.core.records import SessionInfo
 from memstore.memory.store import MemoryStore
 
 

@@ -21,7 +21,8 @@ from memstore.cli.output import (
     print_json,
     run_with_store,
 )
-from memstore.core.values import CompactionReport, MemoryItem, SessionInfo
+from memstore.core.records import CompactionReport, SessionInfo
+from memstore.core.values import MemoryItem
 from memstore.memory.store import MemoryStore
 
 if TYPE_CHECKING:

@@ -19,6 +19,7 @@ from memstore.cli.output import (
     run_with_store,
     with_progress,
 )
+from memstore.core.records import SessionHistory
 from memstore.core.replay import (
     Outcome,
     ReplayEvent,
@@ -30,7 +31,7 @@ from memstore.core.replay import (
 )
 from memstore.core.summarizers import ExtractiveSummarizer
 from memstore.core.tokens import estimator_from_name
-from memstore.core.values import MemoryLimits, SessionHistory
+from memstore.core.values import MemoryLimits
 from memstore.errors import ValidationError
 from memstore.render.input import build_input
 

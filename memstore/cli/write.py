@@ -11,8 +11,9 @@ from rich.table import Table
 from memstore.cli.inspect import reports_table
 from memstore.cli.output import console, json_option, plain, print_json, run_with_store
 from memstore.core.policy import CompactionPlan
+from memstore.core.records import CompactionReport
 from memstore.core.tokens import TiktokenEstimator, TokenEstimator, WordEstimator
-from memstore.core.values import CompactionReport, MemoryItem, MemoryKind, MemoryRole, Priority
+from memstore.core.values import MemoryItem, MemoryKind, MemoryRole, Priority
 from memstore.errors import MemstoreError, SessionNotFoundError
 from memstore.memory.session import SessionMemory
 from memstore.memory.store import MemoryStore

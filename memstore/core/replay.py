@@ -22,13 +22,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from memstore.core.policy import CountTokens, Snapshot, SyncSummarize, plan_compaction
+from memstore.core.records import CompactionReport, SessionHistory
 from memstore.core.values import (
     ITEM_OVERHEAD_TOKENS,
     SUMMARY_OVERHEAD_TOKENS,
-    CompactionReport,
     MemoryItem,
     MemoryLimits,
-    SessionHistory,
 )
 
 

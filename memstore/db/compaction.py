@@ -32,7 +32,8 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, case, insert, select, update
 
 from memstore.core.policy import CompactionPlan
-from memstore.core.values import CompactionReport, MemoryLimits
+from memstore.core.records import CompactionReport
+from memstore.core.values import MemoryLimits
 from memstore.db.engine import Database
 from memstore.db.lease import CLEARED
 from memstore.db.reads import report_from_record, session_total, utcnow

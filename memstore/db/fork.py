@@ -47,8 +47,9 @@ from sqlalchemy import (
     tuple_,
 )
 
+from memstore.core.records import SessionInfo
 from memstore.core.search_terms import SearchHit
-from memstore.core.values import ITEM_OVERHEAD_TOKENS, MemoryKind, SessionInfo
+from memstore.core.values import ITEM_OVERHEAD_TOKENS, MemoryKind
 from memstore.db.connection import dialect_insert
 from memstore.db.engine import Database
 from memstore.db.reads import fetch_session_row, row_to_info, utcnow

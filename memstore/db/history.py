@@ -6,7 +6,7 @@ from functools import partial
 
 from sqlalchemy import Connection, select
 
-from memstore.core.values import SessionHistory
+from memstore.core.records import SessionHistory
 from memstore.db.engine import Database
 from memstore.db.reads import (
     compaction_rows,

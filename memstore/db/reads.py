@@ -20,16 +20,15 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Row, and_, select
 
 from memstore.core.policy import Snapshot
+from memstore.core.records import CompactionReport, SessionInfo
 from memstore.core.values import (
     SUMMARY_OVERHEAD_TOKENS,
-    CompactionReport,
     Fate,
     MemoryItem,
     MemoryKind,
     MemoryLimits,
     MemoryRole,
     Priority,
-    SessionInfo,
 )
 from memstore.db.engine import Database
 from memstore.db.tables import compactions, items, sessions

@@ -20,7 +20,8 @@ from functools import partial
 from sqlalchemy import Connection, bindparam, select, update
 
 from memstore.core.policy import CompactionPlan
-from memstore.core.values import CompactionReport, MemoryItem, MemoryLimits
+from memstore.core.records import CompactionReport
+from memstore.core.values import MemoryItem, MemoryLimits
 from memstore.db.compaction import CommitContext, commit_plan
 from memstore.db.engine import Database
 from memstore.db.reads import read_snapshot, utcnow

@@ -8,8 +8,8 @@ fork copies the history it starts with.
 from __future__ import annotations
 
 from memstore.core.input_counts import CountFit, InputCount
+from memstore.core.records import SessionInfo
 from memstore.core.validation import validate_session_id
-from memstore.core.values import SessionInfo
 from memstore.db import Database, request_counts
 from memstore.db import fork as forks
 

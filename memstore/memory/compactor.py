@@ -39,6 +39,7 @@ from memstore.core.policy import (
     needs_compaction,
     start_plan,
 )
+from memstore.core.records import CompactionReport
 from memstore.core.redaction import redact
 from memstore.core.summarizers import (
     Summarizer,
@@ -47,7 +48,7 @@ from memstore.core.summarizers import (
     summary_room,
 )
 from memstore.core.tokens import TokenEstimator
-from memstore.core.values import CompactionReport, MemoryLimits
+from memstore.core.values import MemoryLimits
 from memstore.db import compaction
 from memstore.db.engine import Database
 from memstore.db.lease import Lease, LeaseHolder, acquire_lease, release_lease, renew_lease

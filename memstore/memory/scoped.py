@@ -21,8 +21,8 @@ from memstore.core.ltm_entries import validate_scope, validate_scopes
 if TYPE_CHECKING:
     from memstore.config import Settings
     from memstore.core.consolidation_report import ConsolidationReport
+    from memstore.core.records import CompactionReport
     from memstore.core.tokens import TokenEstimator
-    from memstore.core.values import CompactionReport
     from memstore.db import Database
     from memstore.memory.consolidation import Consolidator, Extractor
     from memstore.memory.worker import Worker

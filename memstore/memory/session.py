@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING, Any
 from memstore.config import fault_point
 from memstore.core.ltm_entries import memory_budget
 from memstore.core.policy import CompactionPlan, Snapshot
+from memstore.core.records import CompactionReport
 from memstore.core.search_terms import SearchHit, SearchScope, search_terms, validate_limit
 from memstore.core.summarizers import Summarizer
 from memstore.core.tokens import TokenEstimator
 from memstore.core.validation import validate_handle, validate_idempotency_key, validate_text
 from memstore.core.values import (
     DEFAULT_KIND,
-    CompactionReport,
     MemoryItem,
     MemoryKind,
     MemoryLimits,

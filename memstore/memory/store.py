@@ -16,12 +16,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from memstore.config import Settings
+from memstore.core.records import SessionHistory, SessionInfo
 from memstore.core.validation import validate_session_id
-from memstore.core.values import (
-    MemoryLimits,
-    SessionHistory,
-    SessionInfo,
-)
+from memstore.core.values import MemoryLimits
 from memstore.db import Database, open_database, reads
 from memstore.db.migrate import ensure_schema
 from memstore.errors import CorruptDatabaseError, SessionNotFoundError, StorageFullError

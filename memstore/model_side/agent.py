@@ -44,15 +44,10 @@ from typing import TYPE_CHECKING, Any
 
 from memstore.core.carried_items import KNOWN_TYPES
 from memstore.core.ltm_entries import DEFAULT_SCOPE
+from memstore.core.records import CompactionReport
 from memstore.core.summarizers import Summarizer
 from memstore.core.tokens import TokenEstimator, estimator_from_name
-from memstore.core.values import (
-    CompactionReport,
-    MemoryKind,
-    MemoryLimits,
-    MemoryRole,
-    Priority,
-)
+from memstore.core.values import MemoryKind, MemoryLimits, MemoryRole, Priority
 from memstore.errors import (
     ConfigurationError,
     MemstoreError,

@@ -23,8 +23,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memstore.core.ltm_entries import LongTermEntry
+from memstore.core.records import CompactionReport, SessionHistory, SessionInfo
 from memstore.core.search_terms import SearchHit
-from memstore.core.values import CompactionReport, MemoryItem, SessionHistory, SessionInfo
+from memstore.core.values import MemoryItem
 from memstore.render.input import data_line, input_message, memories_message, summary_message
 
 SEARCH_PREAMBLE = (

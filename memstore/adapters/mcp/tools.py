@@ -26,10 +26,11 @@ from memstore.adapters.mcp.render import (
     session_view,
 )
 from memstore.core.ltm_entries import DEFAULT_SCOPE
+from memstore.core.records import CompactionReport
 from memstore.core.search_terms import SearchScope, search_terms, validate_limit
 from memstore.core.tokens import RecordedEstimator, TokenEstimator
 from memstore.core.validation import validate_session_id
-from memstore.core.values import CompactionReport, MemoryKind, MemoryRole, Priority
+from memstore.core.values import MemoryKind, MemoryRole, Priority
 from memstore.db import reads
 from memstore.db import search as search_db
 from memstore.db.scope_search import confined_search
