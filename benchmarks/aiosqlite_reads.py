@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from fidelity import DEFAULT_CACHE, chitchat_conversations, fetch_chitchat
+from conversations import DEFAULT_CACHE, chitchat_conversations, fetch_chitchat
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from memstore import MemoryStore

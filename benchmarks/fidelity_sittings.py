@@ -1,15 +1,15 @@
 """Memory across a user's sessions, on conversations no one here wrote.
 
-``python benchmarks/fidelity.py --sittings`` (this module holds that measurement; the data
-and the measures are :mod:`fidelity`'s): each conversation is split into its sittings, one
-session each, all of one scope, consolidated at the end of each; then every question is asked
-in a fresh session. Four inputs are compared: the newest turns of the last sitting within the
-hard limit; the whole history; a fresh session of the scope (``store.session(...,
-scope=...)``, ``build_model_input(recall=QUESTION)``: the scope's other sessions and its
-long-term entries); and a fresh unscoped session that sees only the scope's long-term
-entries (``ltm_scopes=[scope]``). An answer counts when the input holds the answer turn, or
-one of its sentences carrying at least half of its telling words, word for word (a fact
-keeps a sentence in the speaker's words; nothing paraphrased counts).
+``python benchmarks/fidelity.py --sittings`` (this module holds that measurement; the data is
+:mod:`conversations`', the measures :mod:`fidelity`'s): each conversation is split into its
+sittings, one session each, all of one scope, consolidated at the end of each; then every
+question is asked in a fresh session. Four inputs are compared: the newest turns of the last
+sitting within the hard limit; the whole history; a fresh session of the scope
+(``store.session(..., scope=...)``, ``build_model_input(recall=QUESTION)``: the scope's other
+sessions and its long-term entries); and a fresh unscoped session that sees only the scope's
+long-term entries (``ltm_scopes=[scope]``). An answer counts when the input holds the answer
+turn, or one of its sentences carrying at least half of its telling words, word for word (a
+fact keeps a sentence in the speaker's words; nothing paraphrased counts).
 """
 
 from __future__ import annotations
@@ -19,15 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from fidelity import (  # beside this file
-    Conversation,
-    answer_words,
-    input_texts,
-    normalized,
-    truncated,
-    word_recall,
-    words_of,
-)
+from conversations import Conversation, normalized, words_of  # beside this file
+from fidelity import answer_words, input_texts, truncated, word_recall  # beside this file
 
 from memstore import ExtractiveSummarizer, MemoryLimits, MemoryStore, TiktokenEstimator
 from memstore.core.search_terms import STOPWORDS, search_terms

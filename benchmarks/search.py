@@ -18,7 +18,7 @@ On one SQLite file (memstore's settings, ``synchronous=FULL`` by default), measu
 5. the index's size on disk (its FTS5 tables' pages, from ``dbstat``) beside the items'.
 
 The items' texts are real people's chat turns (the Chit-Chat Challenge conversations,
-fetched from PyPI by :mod:`fidelity`), so word frequencies are those of conversation; the
+fetched from PyPI by :mod:`conversations`), so word frequencies are those of conversation; the
 queries are questions from the same conversations. Medians; nothing is asserted.
 """
 
@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import fidelity
+import conversations
 from suite import SETTINGS, history_records
 
 from memstore import MemoryLimits, MemoryStore, TiktokenEstimator
@@ -52,9 +52,8 @@ WORK_DIR: str | None = None
 
 def chat_texts(limit: int) -> tuple[list[str], list[str]]:
     """Up to ``limit`` chat turns, and questions asked in them."""
-    data = json.loads(
-        fidelity.fetch_chitchat(fidelity.DEFAULT_CACHE / "memstore-benchmarks").read_text()
-    )
+    cache = conversations.DEFAULT_CACHE / "memstore-benchmarks"
+    data = json.loads(conversations.fetch_chitchat(cache).read_text())
     texts: list[str] = []
     for talk in data.values():
         for turn in talk["messages"]:

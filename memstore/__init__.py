@@ -17,7 +17,7 @@ from memstore.version import __version__
 if TYPE_CHECKING:
     from memstore.config import Settings
     from memstore.core.consolidation_report import ConsolidationReport
-    from memstore.core.records import CompactionReport, SessionInfo
+    from memstore.core.records import CompactionReport, SessionHistory, SessionInfo
     from memstore.core.search_terms import SearchHit
     from memstore.core.summarizers import ExtractiveSummarizer
     from memstore.core.tokens import ByteEstimator, TiktokenEstimator, TokenEstimator, WordEstimator
@@ -100,6 +100,7 @@ _EXPORTS = {
     "SchemaOutdatedError": "memstore.errors",
     "SchemaTooNewError": "memstore.errors",
     "SearchHit": "memstore.core.search_terms",
+    "SessionHistory": "memstore.core.records",
     "SessionInfo": "memstore.core.records",
     "SessionMemory": "memstore.memory.session",
     "SessionExistsError": "memstore.errors",
@@ -172,6 +173,7 @@ __all__ = [
     "SchemaTooNewError",
     "SearchHit",
     "SessionExistsError",
+    "SessionHistory",
     "SessionInfo",
     "SessionMemory",
     "SessionNotFoundError",

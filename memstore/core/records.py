@@ -1,6 +1,7 @@
 """What is recorded about a session: its header, its compactions' reports, its whole history.
 
-Plain values, no I/O: the database layer reads them, replay, export and the CLI show them.
+Plain values, no I/O: the database layer builds and returns them; replay, the CLI and the MCP
+server show them.
 Items and limits are :mod:`memstore.core.values`."""
 
 from __future__ import annotations

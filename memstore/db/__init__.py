@@ -1,7 +1,7 @@
 """The only package that imports SQLAlchemy: engine, tables, migrations and queries.
 
-Callers get plain values (:mod:`memstore.core.values`) and memstore errors; no SQLAlchemy object or
-exception crosses this boundary.
+Callers get plain values (:mod:`memstore.core.values`, :mod:`memstore.core.records`) and
+memstore errors; no SQLAlchemy object or exception crosses this boundary.
 """
 
 from __future__ import annotations
