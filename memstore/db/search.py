@@ -1,8 +1,11 @@
 """Full-text search over items, summaries and long-term entries, and its audit.
 
-The index is migration 0008's, items changed by 0011_item_index: on SQLite three FTS5 tables with
-external content (``items_fts``, ``summaries_fts``, ``ltm_entries_fts``); on PostgreSQL GIN
-indexes over ``to_tsvector('english', ...)``, maintained by PostgreSQL in every write.
+The index is migration 0008's, items changed by 0011_item_index and every text by 0013: on
+SQLite three FTS5 tables with external content (``items_fts``, ``summaries_fts``,
+``ltm_entries_fts``); on PostgreSQL GIN indexes over ``to_tsvector('english',
+memstore_search_text(...))``, maintained by PostgreSQL in every write. Either way a text is
+indexed as :func:`memstore.core.words.search_text` makes it: itself, plus each character of
+its Chinese and Japanese runs, which a query's run matches as a phrase.
 On SQLite, summaries and long-term entries are indexed by the writes that make them
 (triggers), items are not: an append writes its row and nothing else
 (:mod:`memstore.db.search_index`), so a search queries ``items_fts`` and then the *tail*,
@@ -19,6 +22,7 @@ so no user text is ever parsed as query syntax. Every value is a bound parameter
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import fields
@@ -36,8 +40,10 @@ from memstore.core.search_terms import (
     SNIPPET_WORDS,
     SearchHit,
     SearchScope,
+    readable_snippet,
 )
 from memstore.db import search_index
+from memstore.db.connection import SEARCH_TEXT_FUNCTION
 from memstore.db.engine import Database
 from memstore.db.fork import unique_hits
 from memstore.db.reads import ITEM_COLUMNS, row_to_item
@@ -94,8 +100,9 @@ _ENTRY_TYPES = {
 def match_expression(terms: Sequence[str], dialect: str) -> str:
     """The words as *any-of* query text, each word a quoted literal of the dialect's syntax.
 
-    The words contain only letters and digits (:func:`~memstore.core.search_terms.search_terms`);
-    quoting them anyway keeps even a word such as ``NEAR`` or ``AND`` a word.
+    The words contain only letters and digits, and a phrase of them only spaces between
+    (:func:`~memstore.core.search_terms.search_terms`): quoted, a phrase is a phrase in both
+    syntaxes, and even a word such as ``NEAR`` or ``AND`` stays a word.
     """
     if dialect == "sqlite":
         return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
@@ -123,7 +130,7 @@ def _items_sql(dialect: str, scope: SearchScope, index: str = "items_fts") -> st
             f"WHERE {index} MATCH :match{where} "
             f"ORDER BY bm25({index}), i.session_id, i.seq LIMIT :limit"
         )
-    vector = f"to_tsvector({PG_CONFIG}, i.content)"
+    vector = f"to_tsvector({PG_CONFIG}, {SEARCH_TEXT_FUNCTION}(i.content))"
     query = f"to_tsquery({PG_CONFIG}, :match)"
     return (
         f"SELECT t.*, ts_headline({PG_CONFIG}, t.content, {query}, :headline) AS snippet "
@@ -158,7 +165,7 @@ def _summaries_sql(dialect: str, scope: SearchScope) -> str:
             f"WHERE summaries_fts MATCH :match{where} "
             f"ORDER BY bm25(summaries_fts), m.session_id, m.compaction_number LIMIT :limit"
         )
-    vector = f"to_tsvector({PG_CONFIG}, m.content)"
+    vector = f"to_tsvector({PG_CONFIG}, {SEARCH_TEXT_FUNCTION}(m.content))"
     query = f"to_tsquery({PG_CONFIG}, :match)"
     return (
         f"SELECT t.*, ts_headline({PG_CONFIG}, t.content, {query}, :headline) AS snippet "
@@ -184,8 +191,10 @@ def _entries_sql(dialect: str, scope: SearchScope) -> str:
             f"WHERE ltm_entries_fts MATCH :match{where} "
             f"ORDER BY bm25(ltm_entries_fts), e.scope, e.key LIMIT :limit"
         )
-    document = "e.key || ' ' || e.value::text"
-    vector = f"to_tsvector({PG_CONFIG}, {document})"
+    # As jsonb text: the json column keeps a client's escapes ("\u82b1"), which no word
+    # matches (migration 0013 indexes the same expression).
+    document = "e.key || ' ' || e.value::jsonb::text"
+    vector = f"to_tsvector({PG_CONFIG}, {SEARCH_TEXT_FUNCTION}({document}))"
     query = f"to_tsquery({PG_CONFIG}, :match)"
     return (
         f"SELECT t.*, ts_headline({PG_CONFIG}, t.document, {query}, :headline) AS snippet "
@@ -258,7 +267,10 @@ def _ranked_rows(
         entries_sql = _statement(_entries_sql(dialect, scope), scope, _ENTRY_TYPES)
         hits += [_entry_hit(row) for row in conn.execute(entries_sql, params)]
     hits.sort(key=lambda hit: -hit.score)  # stable: each source's own order breaks ties
-    return hits[:limit]
+    return [
+        dataclasses.replace(hit, snippet=readable_snippet(hit.snippet, hit.text, terms))
+        for hit in hits[:limit]
+    ]
 
 
 def _tail_hits(conn: Connection, scope: SearchScope, params: dict[str, Any]) -> list[SearchHit]:

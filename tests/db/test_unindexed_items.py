@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from alembic import command
-from conftest import memstore_cli
+from conftest import memstore_cli, raw_sqlite
 from sqlalchemy import Connection, create_engine, text
 
 from memstore import MemoryLimits, MemoryStore, WordEstimator
@@ -63,13 +63,13 @@ async def catch_up(store: MemoryStore) -> None:
 
 def fts_integrity(path: Path) -> None:
     """FTS5's integrity check, against the content table too (raises on a corrupt index)."""
-    with contextlib.closing(sqlite3.connect(path)) as raw, raw:
+    with contextlib.closing(raw_sqlite(path)) as raw, raw:
         raw.execute("INSERT INTO items_fts(items_fts, rank) VALUES ('integrity-check', 1)")
 
 
 @contextlib.contextmanager
-def raw_sqlite(path: Path) -> Iterator[sqlite3.Connection]:
-    with contextlib.closing(sqlite3.connect(path)) as raw, raw:
+def raw_database(path: Path) -> Iterator[sqlite3.Connection]:
+    with contextlib.closing(raw_sqlite(path)) as raw, raw:
         yield raw
 
 
@@ -165,7 +165,7 @@ async def test_deleting_rows_the_index_never_held_keeps_it_sound(db_path: Path) 
         assert await found(store, popped.content.split()[1]) >= {("s1", popped.seq)}
     fts_integrity(db_path)
     # The check above would have caught it: telling FTS5 to delete a row it never held.
-    with raw_sqlite(db_path) as raw:
+    with raw_database(db_path) as raw:
         raw.execute("INSERT INTO items (id, session_id, seq, role, kind, priority, content, "
                     "created_at, estimated_tokens, added_version, version) SELECT 'x', id, "
                     "last_seq + 1, 'user', 'USER_MESSAGE', 50, 'never indexed', "
@@ -216,13 +216,13 @@ async def test_migration_0011_down_and_up_over_unindexed_rows(db_path: Path) -> 
         # Down while s2 is unindexed: before it every row was indexed, so the migration
         # indexes them.
         await store.database.run_write(lambda conn: command.downgrade(alembic_config(conn), BELOW))
-    with raw_sqlite(db_path) as raw:
+    with raw_database(db_path) as raw:
         assert raw.execute("SELECT count(*) FROM items_fts WHERE items_fts MATCH 'zanzibar2'")
         names = {row[0] for row in raw.execute("SELECT name FROM sqlite_master")}
         assert "items_fts_insert" in names and "items_fts_watermark" not in names
         raw.execute("INSERT INTO items_fts(items_fts, rank) VALUES ('integrity-check', 1)")
     _at_revision(db_path, "head", "upgrade")
-    with raw_sqlite(db_path) as raw:
+    with raw_database(db_path) as raw:
         names = {row[0] for row in raw.execute("SELECT name FROM sqlite_master")}
         assert "items_fts_insert" not in names
         (upto,) = raw.execute("SELECT upto FROM items_fts_watermark").fetchone()
