@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from memstore.core.consolidation_report import ConsolidationReport
     from memstore.core.records import CompactionReport, SessionHistory, SessionInfo
     from memstore.core.search_terms import SearchHit
-    from memstore.core.summarizers import ExtractiveSummarizer
     from memstore.core.tokens import ByteEstimator, TiktokenEstimator, TokenEstimator, WordEstimator
     from memstore.core.values import MemoryItem, MemoryKind, MemoryLimits, MemoryRole, Priority
     from memstore.errors import (
@@ -55,6 +54,10 @@ if TYPE_CHECKING:
         ValidationError,
         VersionConflictError,
     )
+    from memstore.extraction.extractor import OfflineExtractor
+    from memstore.extraction.facts import Fact
+    from memstore.extraction.protocols import Extractor, Summarizer, SummaryText
+    from memstore.extraction.summarizer import ExtractiveSummarizer
     from memstore.memory.long_term import LongTermChange, LongTermEntry, LongTermMemory
     from memstore.memory.session import SessionMemory
     from memstore.memory.store import MemoryStore
@@ -72,7 +75,9 @@ _EXPORTS = {
     "DatabaseMissingError": "memstore.errors",
     "EntryNotFoundError": "memstore.errors",
     "EstimatorMismatchError": "memstore.errors",
-    "ExtractiveSummarizer": "memstore.core.summarizers",
+    "ExtractiveSummarizer": "memstore.extraction.summarizer",
+    "Extractor": "memstore.extraction.protocols",
+    "Fact": "memstore.extraction.facts",
     "ForkedHistoryError": "memstore.errors",
     "IdempotencyConflictError": "memstore.errors",
     "KindRoleMismatchError": "memstore.errors",
@@ -93,6 +98,7 @@ _EXPORTS = {
     "ModelError": "memstore.errors",
     "NotADatabaseError": "memstore.errors",
     "NotFoundError": "memstore.errors",
+    "OfflineExtractor": "memstore.extraction.extractor",
     "OpenAISummarizer": "memstore.model_side.openai_summarizer",
     "Priority": "memstore.core.values",
     "ReadOnlyDatabaseError": "memstore.errors",
@@ -108,6 +114,8 @@ _EXPORTS = {
     "Settings": "memstore.config",
     "StorageError": "memstore.errors",
     "StorageFullError": "memstore.errors",
+    "Summarizer": "memstore.extraction.protocols",
+    "SummaryText": "memstore.extraction.protocols",
     "TiktokenEstimator": "memstore.core.tokens",
     "TokenEstimator": "memstore.core.tokens",
     "ToolLoopError": "memstore.errors",
@@ -145,6 +153,8 @@ __all__ = [
     "EntryNotFoundError",
     "EstimatorMismatchError",
     "ExtractiveSummarizer",
+    "Extractor",
+    "Fact",
     "ForkedHistoryError",
     "IdempotencyConflictError",
     "KindRoleMismatchError",
@@ -165,6 +175,7 @@ __all__ = [
     "ModelError",
     "NotADatabaseError",
     "NotFoundError",
+    "OfflineExtractor",
     "OpenAISummarizer",
     "Priority",
     "ReadOnlyDatabaseError",
@@ -180,6 +191,8 @@ __all__ = [
     "Settings",
     "StorageError",
     "StorageFullError",
+    "Summarizer",
+    "SummaryText",
     "TiktokenEstimator",
     "TokenEstimator",
     "ToolLoopError",

@@ -20,8 +20,8 @@ from memstore import (
     MemoryStore,
     WordEstimator,
 )
-from memstore.core.summarizers import ExtractiveSummarizer
 from memstore.errors import ConfigurationError, ModelCallError, ToolLoopError
+from memstore.extraction.summarizer import ExtractiveSummarizer
 from memstore.model_side.agent import DEFAULT_INSTRUCTIONS, Agent, Tool
 from memstore.model_side.stand_in_server import (
     Reply,

@@ -19,7 +19,7 @@ import pytest
 from conftest import table_counts
 
 from memstore import MemoryItem, MemoryLimits, MemoryStore, ValidationError, WordEstimator
-from memstore.core.slots import (
+from memstore.extraction.slots import (
     ALREADY_CONSIDERED,
     ALREADY_KNOWN,
     ALREADY_RECORDED,

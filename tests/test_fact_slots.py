@@ -2,7 +2,7 @@
 
 Within a compaction a tool result's slot is its subject and its tool. A line read back from a
 summary no longer knows its tool: a JSON result's new line replaces it when the old line has
-exactly the same subject and fields (:func:`memstore.core.tool_results.same_shape`).
+exactly the same subject and fields (:func:`memstore.extraction.actions.same_shape`).
 Statements, answers in words and results with other fields never replace one another.
 """
 
@@ -16,9 +16,9 @@ from test_summarizers import item, lookup
 
 from memstore import ExtractiveSummarizer, MemoryKind, MemoryLimits, MemoryStore, WordEstimator
 from memstore.core.consolidation_report import OVER_BUDGET
-from memstore.core.facts import FactList, extract, make_fact
-from memstore.core.slots import decide, entry_cost, fact_slot
-from memstore.core.tool_results import same_shape, value_keys
+from memstore.extraction.actions import same_shape, value_keys
+from memstore.extraction.facts import FactList, extract, make_fact
+from memstore.extraction.slots import decide, entry_cost, fact_slot
 
 SHIPPED = "Order 3: status shipped, carrier DHL"
 DELIVERED = "Order 3: status delivered, carrier DHL"

@@ -10,10 +10,10 @@ from conftest import make_item
 from test_summarizers import lookup
 
 from memstore.core.dates import find_date, format_date, pin_relative, session_date
-from memstore.core.facts import Fact, FactList, extract, extract_facts, make_fact
-from memstore.core.statements import is_constraint, is_request, score, sentences
-from memstore.core.tool_results import call_subject, question_subject, result_values
 from memstore.core.values import MemoryKind
+from memstore.extraction.actions import call_subject, question_subject, result_values
+from memstore.extraction.facts import Fact, FactList, extract, extract_facts, make_fact
+from memstore.extraction.statements import is_constraint, is_request, score, sentences
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import make_item
+from memstore.core.summary_fit import trim_to_tokens
 
 from memstore import MemoryKind, MemoryLimits, MemoryRole, Priority, WordEstimator
 from memstore.core.policy import (
@@ -14,7 +15,6 @@ from memstore.core.policy import (
     start_plan,
     total_tokens,
 )
-from memstore.core.summary_fit import trim_to_tokens
 from memstore.core.values import MemoryItem
 
 count = WordEstimator().count
@@ -238,7 +238,7 @@ def test_the_room_and_the_sessions_count_reach_summarizers_that_accept_them() ->
 
 
 def test_a_summarizer_that_kept_nothing_is_not_an_error() -> None:
-    from memstore.core.summarizers import SummaryText
+    from memstore.extraction.protocols import SummaryText
 
     items = [item(i, 10) for i in range(1, 6)]
     limits = MemoryLimits(hard=70, target=50, keep_recent=2)

@@ -12,10 +12,10 @@ import pytest
 from conftest import make_item
 
 from memstore import ExtractiveSummarizer, MemoryKind, Priority, TiktokenEstimator, WordEstimator
-from memstore.core.digest import parse_summary
-from memstore.core.summarizers import SummaryText
-from memstore.core.summary_fit import fit_summary
 from memstore.core.values import MemoryItem, MemoryRole
+from memstore.extraction.digest import parse_summary
+from memstore.extraction.protocols import SummaryText
+from memstore.extraction.summary_fit import fit_summary
 
 
 def item(

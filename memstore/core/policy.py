@@ -9,9 +9,9 @@ first. The newest ``keep_recent`` items are *protected* in phases 1 and 2.
 2. **Summarize older useful state.** If still above the target, every remaining unprotected
    item is a candidate. The summarizer receives the *existing* summary plus the candidates and
    returns one new summary that replaces the old one, so each compaction folds the previous
-   summary in rather than forgetting it. A summarizer that accepts ``max_tokens`` is told the
-   room the target leaves once the items that stay are counted, in the session's own tokens
-   (:func:`~memstore.core.summarizers.summary_room`). If the summarizer fails, the error is
+   summary in rather than forgetting it. The summarizer is told the room the target leaves
+   once the items that stay are counted, in the session's own tokens
+   (:func:`~memstore.core.summary_room.summary_room`). If the summarizer fails, the error is
    recorded and the candidates stay for phase 3; one that found nothing worth keeping is no
    failure. When the items that stay fill the target (a few very long recent turns), there
    is no room for any summary: no summarizer is called, no error is recorded, and phase 3
@@ -39,8 +39,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from memstore.core.summarizers import summarizer_options, summary_room
-from memstore.core.summary_fit import trim_to_tokens
+from memstore.core.summary_room import summary_room, trim_to_tokens
 from memstore.core.turns import turn_order
 from memstore.core.units import Unit, closure, units
 from memstore.core.values import (
@@ -54,7 +53,9 @@ from memstore.core.values import (
 )
 
 CountTokens = Callable[[str], int]
-#: A synchronous summarizer, for offline replay and tests: (previous, candidates) -> summary.
+#: A synchronous summarizer, for offline replay and tests, called as
+#: ``summarize(previous, candidates, max_tokens=room, count_tokens=count)`` (the
+#: :class:`memstore.Summarizer` protocol's arguments, without the ``await``).
 SyncSummarize = Callable[..., str]
 
 
@@ -396,8 +397,9 @@ def plan_compaction(
         else:
             try:
                 room = summary_room(draft.budget, draft.remaining, draft.candidates)
-                options = summarizer_options(summarize, room, count_tokens)
-                new_summary = summarize(snapshot.summary, draft.candidates, **options)
+                new_summary = summarize(
+                    snapshot.summary, draft.candidates, max_tokens=room, count_tokens=count_tokens
+                )
             except Exception as exc:  # a summarizer's failure is data, not a crash
                 error = f"{type(exc).__name__}: {exc}"
     return finish_plan(draft, count_tokens, new_summary=new_summary, summary_error=error)

@@ -41,12 +41,7 @@ from memstore.core.policy import (
 )
 from memstore.core.records import CompactionReport
 from memstore.core.redaction import redact
-from memstore.core.summarizers import (
-    Summarizer,
-    summarizer_name,
-    summarizer_options,
-    summary_room,
-)
+from memstore.core.summary_room import summary_room
 from memstore.core.tokens import TokenEstimator
 from memstore.core.values import MemoryLimits
 from memstore.db import compaction
@@ -60,6 +55,7 @@ from memstore.errors import (
     StorageError,
     ValidationError,
 )
+from memstore.extraction.protocols import Summarizer, summarizer_name
 from memstore.memory.worker import Worker
 
 log = logging.getLogger("memstore")
@@ -354,12 +350,15 @@ class Compactor:
         timeout = self._settings.summarizer_timeout_s
         if draft.candidates:
             room = summary_room(draft.budget, draft.remaining, draft.candidates)
-            options = summarizer_options(self._summarizer, room, self._estimator.count)
             began = time.perf_counter()
             try:
-                new_summary = await asyncio.wait_for(
-                    self._summarizer(snap.summary, draft.candidates, **options), timeout=timeout
+                call = self._summarizer(
+                    snap.summary,
+                    draft.candidates,
+                    max_tokens=room,
+                    count_tokens=self._estimator.count,
                 )
+                new_summary = await asyncio.wait_for(call, timeout=timeout)
                 usage = getattr(new_summary, "usage", None)
             except TimeoutError:
                 error = f"timed out after {timeout:g}s"

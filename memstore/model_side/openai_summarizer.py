@@ -37,11 +37,11 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from memstore.core.summarizers import SummaryText
-from memstore.core.summary_fit import CountTokens, fit_summary
 from memstore.core.tokens import WordEstimator
 from memstore.core.values import MemoryItem
 from memstore.errors import ModelCallError
+from memstore.extraction.protocols import SummaryText
+from memstore.extraction.summary_fit import CountTokens, fit_summary
 from memstore.model_side.openai_call import create_response, output_text, usage_of
 from memstore.render.input import data_line
 

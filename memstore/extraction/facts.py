@@ -1,0 +1,600 @@
+"""Facts: what a run of items established, each as one short line that says whose it is.
+
+Reading the items oldest first:
+
+* **Actions.** Every call and its output become one line: the call's name and identifying
+  arguments, then the values it returned (:mod:`memstore.extraction.actions`), whatever the
+  tool is called. LOW-priority outputs are noise and left out. A newer output of the same
+  call replaces the older line: the newest value of a slot wins.
+* **A question and its answer become one fact.** A question is answered by what follows it
+  from someone else: a tool result, or a reply (its statements, in the replier's words). A
+  user's question that the conversation moved on from unanswered is an *open question*; the
+  user's last question, with nothing after it yet, is the current objective.
+* **Statements keep their own words**: the sentences of a turn that say something
+  (:func:`memstore.extraction.statements.score`), with the speaker and the day they were
+  said. The speaker is the item's role (``User``, ``Assistant``); a ``Name:`` the text opens
+  with counts as the speaker only in a transcript, where that name opens many of the items
+  (a line or two opening with ``Error:`` or ``Note:`` is text).
+* **Stated preferences, identity facts, decisions and rules** are marked as such
+  (:func:`memstore.extraction.statements.statement_cue`): a summary weighs them more and
+  consolidation always writes them. DECISION items are decisions; a user's rule (``never
+  ...``, ``нельзя ...``) is a constraint; reasoning items are the model's thinking, not facts.
+* **Days** come from the items' timestamps, or from date lines (:mod:`memstore.extraction.dating`).
+* A fact said again is kept once.
+
+Pure: no I/O. The extractive summarizer builds its lines from these, and long-term memory
+consolidation reads them too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import date
+
+from memstore.core.values import MemoryItem, MemoryKind, Priority
+from memstore.core.words import word_units
+from memstore.extraction.actions import (
+    ASKED,
+    VALUE_SEPARATOR,
+    action_line,
+    asked_line,
+    call_label,
+    chunks,
+    label_values,
+    question_subject,
+    result_values,
+)
+from memstore.extraction.dating import Calendar, parse_day, pin_days, said_on
+from memstore.extraction.slots import slot_key
+from memstore.extraction.specifics import specific_phrases, specifics
+from memstore.extraction.statements import (
+    MIN_ANSWER_SCORE,
+    MIN_STATEMENT_SCORE,
+    best_of,
+    content_units,
+    is_chatter,
+    is_constraint,
+    is_question,
+    is_request,
+    score,
+    sentences,
+    statement_cue,
+    tidy,
+)
+
+FACT, DECISION, CONSTRAINT, QUESTION = "fact", "decision", "constraint", "question"
+#: Added to a line's content score: what the user or the application set down explicitly
+#: outweighs what was said in passing.
+KIND_WEIGHT = {FACT: 0.0, DECISION: 8.0, CONSTRAINT: 8.0, QUESTION: 1.0}
+#: What a stated preference or identity fact adds to its weight: set down on purpose, like a
+#: decision, but said in passing more often.
+STATED_WEIGHT = 4.0
+#: A repeat is looked for among this many newest facts (it is usually near; looking at
+#: all of them would make a long fold quadratic).
+REPEAT_WINDOW = 60
+#: One fact line holds at most this many words.
+MAX_FACT_WORDS = 45
+#: The objective holds at most this many words of the request: what is asked, not its
+#: whole turn.
+MAX_OBJECTIVE_WORDS = 20
+#: A ``Name:`` opening at least this many of a fold's messages is a transcript's speaker
+#: (a name said once or twice at a line's start is a label: ``Error:``, ``Note:``).
+MIN_TRANSCRIPT_TURNS = 3
+
+#: Who said it, when no transcript names the speaker.
+ROLE_SPEAKERS = {"user": "User", "assistant": "Assistant", "developer": "Developer", "tool": "Tool"}
+#: A text that opens with a name and a colon (up to three capitalised words).
+SPEAKER = re.compile(r"^([^\W\d_][\w.'-]*(?: [^\W\d_][\w.'-]*){0,2}):\s+(?=\S)")
+_OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
+_CALL_TYPES = ("function_call", "custom_tool_call")
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One thing a session established, as a self-contained line.
+
+    Attributes:
+        subject: What it is about: an id, a name, ``User``, a call's name.
+        attribute: The slot about that subject (``""``: none); subject and attribute
+            together are the supersession key (an action's slot is its call).
+        text: One readable, self-contained line.
+        seqs: The seqs of the items it came from (empty when read back from a summary).
+        said_on: The day it was said (``8 May 2023``) when known.
+        weight: How informative it is; the least informative line goes first over budget.
+        kind: ``fact``, ``decision``, ``constraint`` or ``question`` (an open one).
+        stated: What the user stated: ``preference``, ``identity``, ``decision`` or
+            ``constraint`` when a cue says so, ``user`` for another statement of the
+            user's (``""``: someone else's statement, an answer, a result).
+        speaker: Who said it: ``User``, ``Assistant``, a transcript's name (``""``: an
+            action, an answer about a subject).
+        repeats: How many times its slot was filled (a call made again and again): what a
+            session keeps coming back to.
+        values: An action's values: what its line says after the call's label (each value
+            is said by one line only: the newest that has it).
+    """
+
+    subject: str
+    attribute: str
+    text: str
+    seqs: tuple[int, ...]
+    said_on: str | None
+    weight: float
+    kind: str = FACT
+    stated: str = ""
+    speaker: str = ""
+    repeats: int = 1
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """Everything :func:`extract` read from the items.
+
+    Attributes:
+        facts: Facts, decisions and constraints, oldest first, each once.
+        open_questions: The user's questions nothing answered, oldest first.
+        objective: The newest request (an instruction, or a last question not yet
+            answered), or ``None`` when the items hold none.
+        said_on: The day in force after the items (for the next fold).
+        marked: Date lines set the days (for the next fold).
+        spans_days: The facts must carry their days.
+    """
+
+    facts: tuple[Fact, ...]
+    open_questions: tuple[Fact, ...]
+    objective: str | None
+    said_on: str | None = None
+    marked: bool = False
+    spans_days: bool = False
+
+
+def line_weight(text: str, kind: str = FACT, stated: str = "") -> float:
+    """A line's weight: its content score plus its kind's (the same from items or a
+    summary), plus :data:`STATED_WEIGHT` for a stated preference or identity fact."""
+    bonus = STATED_WEIGHT if stated in ("preference", "identity") else 0.0
+    return KIND_WEIGHT.get(kind, 0.0) + score(text) + bonus
+
+
+def make_fact(
+    text: str,
+    *,
+    subject: str = "",
+    attribute: str = "",
+    seqs: tuple[int, ...] = (),
+    said_on: str | None = None,
+    kind: str = FACT,
+    stated: str = "",
+    speaker: str = "",
+    values: tuple[str, ...] = (),
+) -> Fact:
+    """A :class:`Fact` with its text on one line and its weight computed (a ``|`` standing
+    alone, which a summary puts between one speaker's facts, becomes ``/``). Statements are
+    clipped to :data:`MAX_FACT_WORDS`; an action's line is cut by values, never by words."""
+    words = ["/" if word == "|" else word for word in text.split()]
+    if speaker and len(words) > MAX_FACT_WORDS:
+        words = [*words[:MAX_FACT_WORDS], "..."]
+    line = " ".join(words)
+    weight = line_weight(line, kind, stated)
+    return Fact(
+        subject, attribute, line, seqs, said_on, weight, kind, stated, speaker, values=values
+    )
+
+
+def fact_key(fact: Fact) -> frozenset[str]:
+    """The units and specifics that make a fact the same fact, whatever its punctuation."""
+    found = {unit for specific in specifics(fact.text) for unit in word_units(specific)}
+    return frozenset(content_units(fact.text)) | found or frozenset(fact.text.lower().split())
+
+
+@dataclass
+class FactList:
+    """Facts in order, each once: a repeat is skipped, a newer value of a slot replaces it."""
+
+    facts: list[Fact] = field(default_factory=list)
+    _keys: list[frozenset[str]] = field(default_factory=list)  # one per fact, in order
+    _known: set[frozenset[str]] = field(default_factory=set)
+
+    def add(self, fact: Fact, *, read_back: bool = False) -> bool:
+        """Add ``fact`` unless it is already known; ``False`` when it was a repeat.
+
+        A fact with a slot replaces the facts of that slot from other items (a call's older
+        output); the lines one output was cut into stay together. A fact ``read_back`` from
+        a summary was checked when it was first added, and a summary lists it by section and
+        speaker, not in the order it was said: only the same fact again is a repeat then.
+        """
+        key = fact_key(fact)
+        if fact.attribute and not read_back:  # a slot: the newest fills it, its count goes on
+            slot = slot_key(fact.subject, fact.attribute)
+            older = [
+                f
+                for f in self.facts
+                if f.attribute and f.seqs != fact.seqs and slot_key(f.subject, f.attribute) == slot
+            ]
+            if older:
+                fact = replace(fact, repeats=fact.repeats + max(f.repeats for f in older))
+                self.discard({id(f) for f in older})
+        repeats = () if read_back else self._keys[-REPEAT_WINDOW:]
+        if not fact.values and (key in self._known or any(key <= other for other in repeats)):
+            return False
+        self.facts.append(fact)
+        self._keys.append(key)
+        self._known.add(key)
+        return True
+
+    def swap(self, old: Fact, new: Fact) -> None:
+        """Put ``new`` where ``old`` is (a summary keeping a line's short form instead)."""
+        for index, fact in enumerate(self.facts):
+            if fact is old:
+                self._known.discard(self._keys[index])
+                self.facts[index], self._keys[index] = new, fact_key(new)
+                self._known.add(self._keys[index])
+                return
+
+    def discard(self, gone: set[int]) -> None:
+        """Remove the facts whose ``id()`` is in ``gone``."""
+        pairs = [(f, k) for f, k in zip(self.facts, self._keys, strict=True) if id(f) not in gone]
+        self._known -= {k for f, k in zip(self.facts, self._keys, strict=True) if id(f) in gone}
+        self.facts = [f for f, _ in pairs]
+        self._keys = [k for _, k in pairs]
+
+
+def transcript_speakers(items: Iterable[MemoryItem], known: Iterable[str] = ()) -> set[str]:
+    """The names that open enough of the messages to be a transcript's speakers
+    (:data:`MIN_TRANSCRIPT_TURNS`), and those a previous summary named that open any."""
+    openers: Counter[str] = Counter()
+    for item in items:
+        if item.kind in (MemoryKind.USER_MESSAGE, MemoryKind.ASSISTANT_MESSAGE):
+            match = SPEAKER.match(item.content)
+            if match:
+                openers[match[1]] += 1
+    already = set(known)
+    return {n for n, c in openers.items() if c >= MIN_TRANSCRIPT_TURNS or n in already}
+
+
+@dataclass
+class _Turn:
+    """A user turn waiting to be read as a statement or a task (:meth:`_Reader._flush`)."""
+
+    item: MemoryItem
+    speaker: str
+    statements: list[str]
+    day: date | None
+    acted: bool = False
+    labels: list[str] = field(default_factory=list)
+    said: list[str] = field(default_factory=list)  # its sentences as said (days not pinned)
+
+
+@dataclass
+class _Question:
+    text: str
+    subject: str
+    speaker: str
+    from_user: bool
+    seq: int
+    said_on: str | None
+    answered: bool = False
+
+
+class _Reader:
+    """Reads items in order (module docstring); one per :func:`extract` call."""
+
+    def __init__(
+        self,
+        calendar: Calendar,
+        objective: str | None,
+        speakers: set[str],
+        every_statement: bool = False,
+    ) -> None:
+        self.calendar = calendar
+        self.every_statement = every_statement
+        self.speakers = speakers
+        self.facts = FactList()
+        self.open: list[Fact] = []
+        self.calls: dict[str, str] = {}  # call id -> its label
+        self.asked: list[_Question] = []
+        self.request: str | None = None
+        #: The user's newest question in the current exchange: what a result answers.
+        self.last_question: _Question | None = None
+        #: Units the tool results of the current exchange said.
+        self.results: set[str] = set()
+        self.carried = None
+        self.pending: _Turn | None = None
+        self.day: date | None = calendar.day
+        if objective and is_question(objective):
+            self.carried = _Question(
+                objective, question_subject(objective), "User", True, 0, said_on(self.day)
+            )
+            self.asked.append(self.carried)
+            self.last_question = self.carried
+
+    def read(self, item: MemoryItem) -> None:
+        if self.calendar.marker(item) is not None:
+            self.day = self.calendar.day
+            return
+        self.day = self.calendar.read(item)
+        kind = item.kind
+        if kind is MemoryKind.DECISION:
+            self._decision(item)
+        elif kind is MemoryKind.TOOL_OBSERVATION:
+            if item.priority is not Priority.LOW:
+                self._result(item, FACT)
+        elif item.payload is not None and item.item_type in _CALL_TYPES:
+            self._call(item)
+        elif item.payload is None or item.item_type == "message":
+            self._message(item)
+
+    @property
+    def said_on(self) -> str | None:
+        return said_on(self.day)
+
+    def _decision(self, item: MemoryItem) -> None:
+        if item.item_type == "reasoning":
+            return  # the model's thinking on the way to an action, not a fact
+        if item.item_type in _OUTPUT_TYPES:
+            self._result(item, DECISION)
+            return
+        text = tidy(pin_days(item.content, self.day))
+        self.facts.add(
+            make_fact(text, seqs=(item.seq,), said_on=self.said_on, kind=DECISION, stated=DECISION)
+        )
+
+    def _call(self, item: MemoryItem) -> None:
+        payload = item.payload or {}
+        name = str(payload.get("name", ""))
+        arguments = payload.get("arguments", payload.get("input", ""))
+        label = call_label(name, arguments)
+        if item.call_id:
+            self.calls[item.call_id] = label
+        if self.pending is not None:
+            self.pending.acted = True
+            self.pending.labels.append(label)
+
+    def _result(self, item: MemoryItem, kind: str) -> None:
+        label = self.calls.get(item.call_id or "", "")
+        waiting = [q for q in self.asked if not q.answered]
+        subject = label
+        if not label and self.last_question is not None and self.last_question.subject:
+            subject = self.last_question.subject
+            label = subject[:1].upper() + subject[1:] + ":"
+        # A value the call's own arguments say (``cd(workspace): workspace``) is said once.
+        said = {value.casefold() for value in label_values(label)}
+        values = [value for value in result_values(item.content) if value.casefold() not in said]
+        if not values and not label.endswith(")"):
+            return
+        for part in chunks(values) or [[]]:
+            if label.endswith(")"):
+                text = action_line(label, part)
+            else:
+                listed = VALUE_SEPARATOR.join(part)
+                text = f"{label} {listed}" if label else listed
+            self.results |= {unit for value in part for unit in word_units(value)}
+            self.facts.add(
+                make_fact(
+                    text,
+                    subject=subject,
+                    attribute="call" if subject else "",
+                    seqs=(item.seq,),
+                    said_on=self.said_on,
+                    kind=kind,
+                    values=tuple(part),
+                )
+            )
+        for question in waiting:
+            question.answered = True
+
+    def _speaker(self, item: MemoryItem) -> tuple[str, str]:
+        """(speaker, the text after a transcript's ``Name:``)."""
+        match = SPEAKER.match(item.content)
+        if match and match[1] in self.speakers:
+            return match[1], item.content[match.end() :]
+        return ROLE_SPEAKERS.get(item.role.value, item.role.value.title()), item.content
+
+    def _message(self, item: MemoryItem) -> None:
+        from_user = item.kind is MemoryKind.USER_MESSAGE
+        if from_user:
+            self._flush()
+        speaker, body = self._speaker(item)
+        said = [s for s in (tidy(s) for s in sentences(body)) if s]
+        questions = [s for s in said if is_question(s) and not is_chatter(s)]
+        statements = [pin_days(s, self.day) for s in said if not is_question(s)]
+        answering = [q for q in self.asked if q.speaker != speaker and not q.answered]
+        if answering and statements:
+            self._answer(item, speaker, answering, statements)
+            statements = []
+        for question in [q for q in self.asked if q.speaker == speaker and not q.answered]:
+            # The asker spoke again with nothing answering: the conversation moved on.
+            if question.from_user:
+                self.open.append(
+                    make_fact(
+                        question.text,
+                        subject=question.subject,
+                        seqs=(question.seq,),
+                        said_on=question.said_on,
+                        kind=QUESTION,
+                    )
+                )
+            question.answered = True
+        self.asked = [q for q in self.asked if not q.answered]
+        if from_user:
+            # Whether it was a task is known once what follows it is: calls (flushed then).
+            self.pending = _Turn(item, speaker, statements, self.day, said=said)
+            requests = [s for s in said if not is_question(s) and is_request(s)]
+            self.request = " ".join(requests) if requests else self.request
+            self.last_question = None
+            self.results = set()
+        else:
+            self._statements(item, speaker, False, statements)
+        for text in questions:
+            asked = _Question(
+                text, question_subject(text), speaker, from_user, item.seq, self.said_on
+            )
+            self.asked.append(asked)
+            if from_user:
+                self.last_question = asked
+
+    def _flush(self) -> None:
+        """The newest user turn's facts, now that what followed it is known. A turn that led
+        to calls was a task: what it stated with a cue stays a fact, and the specifics the
+        calls did not repeat are kept as what was asked (the calls' lines say the rest); it
+        is no longer the objective. Any other turn's statements are facts as said."""
+        turn, self.pending = self.pending, None
+        if turn is None:
+            return
+        day, self.day = self.day, turn.day
+        if turn.acted:  # a task: what it stated with a cue stays a fact
+            stated = [s for s in turn.statements if statement_cue(s) or is_constraint(s)]
+            self.request = None  # done: its calls followed
+        else:
+            stated = turn.statements
+        self._statements(turn.item, turn.speaker, True, stated)
+        # What the rest asked for (a task's words, a question's, a request's), value by value:
+        # the calls' lines and the answers say the rest.
+        done = {unit for label in turn.labels for unit in word_units(label)} | self.results
+        asked = [
+            found
+            for sentence in turn.said
+            if pin_days(sentence, turn.day) not in stated and not is_chatter(sentence)
+            for found in specific_phrases(sentence)
+            if not set(word_units(found)) <= done
+        ]
+        if asked and not self.every_statement:
+            values = tuple(dict.fromkeys(asked))
+            self.facts.add(
+                make_fact(
+                    asked_line(turn.speaker, values),
+                    subject=turn.speaker,
+                    seqs=(turn.item.seq,),
+                    said_on=self.said_on,
+                    speaker=f"{turn.speaker} {ASKED}",
+                    values=values,
+                )
+            )
+        self.day = day
+
+    def _statements(
+        self, item: MemoryItem, speaker: str, from_user: bool, statements: list[str]
+    ) -> None:
+        kept: list[tuple[str, str]] = []  # (sentence, what it states)
+        for sentence in statements:
+            cue = statement_cue(sentence) if from_user else ""
+            if from_user and is_constraint(sentence):
+                self.facts.add(
+                    make_fact(
+                        sentence,
+                        seqs=(item.seq,),
+                        said_on=self.said_on,
+                        kind=CONSTRAINT,
+                        stated=CONSTRAINT,
+                    )
+                )
+            elif from_user and is_request(sentence) and not cue:
+                continue  # an instruction is the objective, not a fact
+            elif self._worth_keeping(sentence, from_user, cue):
+                kept.append((sentence, cue or ("user" if from_user else "")))
+        # Each its own fact when every one is to become an entry; else one line a turn.
+        groups = [[pair] for pair in kept] if self.every_statement else [kept] if kept else []
+        for group in groups:
+            said = [sentence for sentence, _ in group]
+            stated = next((cue for _, cue in group if cue and cue != "user"), group[0][1])
+            self.facts.add(
+                make_fact(
+                    f"{speaker}: {best_of(said) if len(said) > 1 else said[0]}",
+                    subject=speaker,
+                    seqs=(item.seq,),
+                    said_on=self.said_on,
+                    stated=stated,
+                    speaker=speaker,
+                )
+            )
+
+    def _worth_keeping(self, sentence: str, from_user: bool, cue: str) -> bool:
+        """A statement worth a fact: it says enough, or the user stated something with a cue
+        (``I prefer pytest.``), or it is the user's and every statement is wanted; never one
+        that only repeats this exchange's tool results, or chatter."""
+        value = score(sentence)
+        if value <= 0 or self._restates(sentence):
+            return False
+        if cue or (from_user and self.every_statement):
+            return True
+        return value >= MIN_STATEMENT_SCORE
+
+    def _restates(self, sentence: str) -> bool:
+        """A reply that only repeats what this exchange's tool results said: its specifics
+        are all in them."""
+        said = {unit for s in specifics(sentence) for unit in word_units(s)}
+        return bool(self.results) and bool(said) and said <= self.results
+
+    def _answer(
+        self, item: MemoryItem, speaker: str, answering: list[_Question], statements: list[str]
+    ) -> None:
+        for question in answering:  # even a bare "yes" answers: the asker got a reply
+            question.answered = True
+        useful = [s for s in statements if score(s) >= MIN_ANSWER_SCORE and not self._restates(s)]
+        if not useful:
+            return
+        subject = next((q.subject for q in reversed(answering) if q.subject), "")
+        body = best_of(useful)
+        if subject:
+            text, who = f"{subject[:1].upper()}{subject[1:]}: {body}", ""
+        else:
+            text, who = f"{speaker}: {body}", speaker
+        self.facts.add(
+            make_fact(
+                text, subject=subject or speaker, seqs=(item.seq,), said_on=self.said_on,
+                speaker=who,
+            )
+        )  # fmt: skip
+
+    def finish(self, objective: str | None) -> Extraction:
+        self._flush()
+        waiting = [q for q in self.asked if not q.answered and q.from_user]
+        answered = self.carried is not None and self.carried.answered
+        if waiting:  # the last question: what the user wants to know
+            objective = best_of([waiting[-1].text], MAX_OBJECTIVE_WORDS)
+        elif self.request is not None:
+            objective = best_of(sentences(self.request), MAX_OBJECTIVE_WORDS)
+        elif answered:
+            objective = None
+        return Extraction(
+            tuple(self.facts.facts),
+            tuple(self.open),
+            objective,
+            said_on(self.calendar.day),
+            self.calendar.marked,
+            self.calendar.spans_days,
+        )
+
+
+def extract(
+    items: Sequence[MemoryItem],
+    *,
+    said_on: str | None = None,
+    marked: bool = False,
+    objective: str | None = None,
+    speakers: Iterable[str] = (),
+    every_statement: bool = False,
+) -> Extraction:
+    """Read ``items`` (oldest first) into facts, open questions and the objective.
+
+    Args:
+        items: The items, oldest first.
+        said_on: The day in force before the first item (a previous fold's).
+        marked: Date lines set the days so far (a previous fold's).
+        objective: The objective so far; a question here may be answered by the items.
+        speakers: Transcript speakers a previous fold named.
+        every_statement: Keep every statement of the user's as a fact of its own (for
+            long-term memory), not only those that say enough (for a summary).
+    """
+    calendar = Calendar(parse_day(said_on), marked=marked)
+    reader = _Reader(calendar, objective, transcript_speakers(items, speakers), every_statement)
+    for item in items:
+        reader.read(item)
+    return reader.finish(objective)
+
+
+def extract_facts(items: Sequence[MemoryItem]) -> list[Fact]:
+    """The facts, decisions and constraints ``items`` established, oldest first, each once."""
+    return list(extract(items).facts)
