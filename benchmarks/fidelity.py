@@ -76,7 +76,7 @@ from memstore import (
     MemstoreError,
     TiktokenEstimator,
 )
-from memstore.core import slots
+from memstore.extraction import slots
 from memstore.core.search_terms import STOPWORDS
 from memstore.core.values import ITEM_OVERHEAD_TOKENS
 from memstore.render.input import MEMORIES_CLOSE, MEMORIES_OPEN, SUMMARY_PREAMBLE
@@ -293,7 +293,7 @@ def main() -> None:
         if not args.sittings or not 0 < args.entry_share <= 1:
             parser.error("--entry-share takes a share from 0 to 1, with --sittings")
         # A what-if on the product's own bound: budget_for reads the ratio when it runs.
-        slots.COMPACTION_RATIO = args.entry_share
+        slots.ENTRY_SHARE = args.entry_share
     if args.locomo is not None:
         dataset = "LoCoMo"
         conversations = locomo_conversations(args.locomo, questions=args.questions)

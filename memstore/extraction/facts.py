@@ -452,7 +452,7 @@ class _Reader:
         self._statements(turn.item, turn.speaker, True, stated)
         # What the rest asked for (a task's words, a question's, a request's), value by value:
         # the calls' lines and the answers say the rest.
-        done = {unit for label in turn.labels for unit in word_units(label)} | self.results
+        done = self.results
         asked = [
             found
             for sentence in turn.said
@@ -460,7 +460,7 @@ class _Reader:
             for found in specific_phrases(sentence)
             if not set(word_units(found)) <= done
         ]
-        if asked and not self.every_statement:
+        if asked and turn.acted and not self.every_statement:
             values = tuple(dict.fromkeys(asked))
             self.facts.add(
                 make_fact(

@@ -235,9 +235,9 @@ SCORE_SHARE = 0.3
 #: What a unit that is part of a specific (a name, an id, a number) is worth in what a
 #: line adds, against 1 for any other word: a fact cannot lose it.
 SPECIFIC_WORTH = 2
-#: What a unit of an exact value (a number, an id, a path, a quoted string) is worth: as
-#: much as the content words of a short statement, since no paraphrase gives it back.
-EXACT_WORTH = 8
+#: What a unit of an exact value (a number, an id, a path, a quoted string) is worth in a
+#: statement's words: a name's worth and a word's more, since no paraphrase gives it back.
+EXACT_WORTH = 3
 #: A line's label (``Caroline: ...``, ``Order 3: ...``): a short name and a colon.
 _LABEL = re.compile(r"^[\w .#'-]{1,24}:\s+(?=\S)")
 

@@ -24,13 +24,13 @@ from memstore.extraction.digest import SAID_SEPARATOR, Digest, parse_summary, sp
 from memstore.extraction.facts import (
     FACT,
     KIND_WEIGHT,
+    ROLE_SPEAKERS,
     STATED_WEIGHT,
     Fact,
     make_fact,
 )
 from memstore.extraction.specifics import is_exact, specific_phrases
 from memstore.extraction.statements import (
-    EXACT_WORTH,
     SCORE_SHARE,
     SPECIFIC_WORTH,
     Candidate,
@@ -43,6 +43,16 @@ CountTokens = Callable[[str], int]
 
 #: What being the newest line is worth: among lines alike, the older goes first.
 RECENCY_WEIGHT = 0.5
+#: What one exact value on a line of values is worth (a tool's output, what a user asked for
+#: or mentioned): as much as the content words of a short statement, since the line says
+#: nothing else and no paraphrase gives the value back.
+VALUE_WORTH = 8
+#: What a value of a statement's short form (:func:`_gist`) is worth: a word's, so the short
+#: form fills the room the statements leave, never displacing one.
+GIST_WORTH = 1.0
+#: What the user's own words are worth beside anyone else's: they say what the user has,
+#: wants and asked for, which the next turns build on.
+USER_FACTOR = 2
 
 
 @dataclass(eq=False)
@@ -197,19 +207,27 @@ def _adds(fact: Fact) -> Mapping[str, float]:
     if fact.attribute == "call" or fact.values:
         action = fact.attribute == "call"  # what a tool returned is exact, whatever it is
         words: dict[str, float] = {
-            value.casefold(): EXACT_WORTH if action or is_exact(value) else SPECIFIC_WORTH
+            value.casefold(): VALUE_WORTH if action or is_exact(value) else SPECIFIC_WORTH
             for value in fact.values
         }
+        if fact.speaker.endswith(f" {MENTIONED}"):
+            # A statement's short form: what is left when its statement does not fit, worth
+            # a word a value (its statement says the same values with their meaning).
+            words = {value: GIST_WORTH for value in words}
         label = parse_action(fact.text)
         if label is not None:  # its arguments: values the user gave it, worth a name each
             args = label_values(label[0])
             words.update({v.casefold(): SPECIFIC_WORTH for v in args if v.casefold() not in words})
     else:
         words = {word: float(worth) for word, worth in new_words(fact.text).items()}
-    if fact.repeats < 2:
+    # Each fill of its slot is a time the session came back to it (a call made again); and
+    # who said it: the user's own words and asks outweigh anyone else's.
+    factor = float(fact.repeats)
+    if fact.speaker.partition(" ")[0] == ROLE_SPEAKERS["user"]:
+        factor *= USER_FACTOR
+    if factor == 1:
         return words
-    # Each fill of its slot is a time the session came back to it (a call made again).
-    return {word: worth * fact.repeats for word, worth in words.items()}
+    return {word: worth * factor for word, worth in words.items()}
 
 
 #: What a statement's specific is worth as a word of its full line, beside its words: it
