@@ -321,14 +321,14 @@ def sqlite_engine(path: Path | None, settings: Settings, *, uri: str | None = No
     return engine
 
 
-#: The SQL function through which the search index holds a text (migration 0013): on SQLite
+#: The SQL function through which the search index holds a text (migration 0016): on SQLite
 #: registered here on every connection, on PostgreSQL created by the migration.
 SEARCH_TEXT_FUNCTION = "memstore_search_text"
 
 
 def register_functions(connection: sqlite3.Connection) -> None:
     """Register memstore's SQL functions on a SQLite connection. The search index's triggers
-    call :data:`SEARCH_TEXT_FUNCTION` (migration 0013): a connection memstore did not open
+    call :data:`SEARCH_TEXT_FUNCTION` (migration 0016): a connection memstore did not open
     (the ``sqlite3`` shell, a script) reads the database as it is, but must register this
     before it writes items, summaries or long-term entries."""
     connection.create_function(SEARCH_TEXT_FUNCTION, 1, _indexed_text, deterministic=True)

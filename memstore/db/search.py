@@ -1,6 +1,6 @@
 """Full-text search over items, summaries and long-term entries, and its audit.
 
-The index is migration 0008's, items changed by 0011_item_index and every text by 0013: on
+The index is migration 0008's, items changed by 0011_item_index and every text by 0016: on
 SQLite three FTS5 tables with external content (``items_fts``, ``summaries_fts``,
 ``ltm_entries_fts``); on PostgreSQL GIN indexes over ``to_tsvector('english',
 memstore_search_text(...))``, maintained by PostgreSQL in every write. Either way a text is
@@ -192,7 +192,7 @@ def _entries_sql(dialect: str, scope: SearchScope) -> str:
             f"ORDER BY bm25(ltm_entries_fts), e.scope, e.key LIMIT :limit"
         )
     # As jsonb text: the json column keeps a client's escapes ("\u82b1"), which no word
-    # matches (migration 0013 indexes the same expression).
+    # matches (migration 0016 indexes the same expression).
     document = "e.key || ' ' || e.value::jsonb::text"
     vector = f"to_tsvector({PG_CONFIG}, {SEARCH_TEXT_FUNCTION}({document}))"
     query = f"to_tsquery({PG_CONFIG}, :match)"

@@ -1,6 +1,6 @@
 """Search finds words of Chinese and Japanese, which write no spaces between words.
 
-The index holds each character of such a run (migration 0013); a query's run is a phrase of
+The index holds each character of such a run (migration 0016); a query's run is a phrase of
 its characters. On both backends: items (indexed and not yet), summaries and long-term
 entries; a database written before the migration is indexed again when it upgrades.
 """
@@ -91,10 +91,10 @@ async def test_a_database_written_before_is_indexed_again_when_it_upgrades(
     engine = create_engine(f"sqlite:///{path}")
     try:
         with engine.begin() as conn:
-            command.downgrade(alembic_config(conn), "0012")
+            command.downgrade(alembic_config(conn), "0015")
     finally:
         engine.dispose()
-    with closing(raw_sqlite(path)) as conn:  # as 0012 indexed it: the run as one token
+    with closing(raw_sqlite(path)) as conn:  # as 0015 indexed it: the run as one token
         run = conn.execute("SELECT count(*) FROM items_fts WHERE items_fts MATCH '花生'")
         assert run.fetchone()[0] == 0
     async with MemoryStore.open(path) as store:  # upgrades

@@ -17,8 +17,8 @@ indexed exactly as before.
   ``json`` column keeps the text a client wrote, which may spell every character outside
   ASCII as an escape (``"\u82b1"``), and no word of that could be found.
 
-Revision ID: 0013
-Revises: 0012
+Revision ID: 0016
+Revises: 0015
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ import sqlite3
 
 from alembic import op
 
-revision = "0013"
-down_revision = "0012"
+revision = "0016"
+down_revision = "0015"
 branch_labels = None
 depends_on = None
 
