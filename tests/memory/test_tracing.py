@@ -193,23 +193,33 @@ def test_long_term_writes_and_deletes_name_their_operation(traced: Traced) -> No
     assert stale["status"] == "ERROR"
     assert stale["attributes"]["error.type"] == "VersionConflictError"
     assert stale["description"] == result.pop("refused")  # memstore's message: no content
+    assert stale["events"] == []  # the exception's event: only with the opt-in
     assert "gen_ai.memory.record.count" not in stale["attributes"]
     assert result == {"deleted": True, "absent": False, "pruned": 0}
     counts = [s["attributes"]["gen_ai.memory.record.count"] for s in spans[4:]]
     assert counts == [1, 0, 0]
 
 
-def test_a_lease_held_elsewhere_is_an_error_on_the_compaction(traced: Traced) -> None:
+def test_a_lease_held_elsewhere_is_an_error_on_a_compaction_asked_for(traced: Traced) -> None:
     spans, result = traced("lease_held")
-    refused, committed = named(spans, "memstore.compact")
+    refused, gave_up, after_append, committed = named(spans, "memstore.compact")
     assert refused["status"] == "ERROR"
     assert refused["attributes"]["error.type"] == "LeaseHeldError"
     assert refused["description"] == result["error"]
     assert compaction_figures(refused)["outcome"] == "lease_held"
     assert compaction_figures(refused)["trigger"] == "manual"
-    assert committed["status"] == "UNSET" and compaction_figures(committed)["outcome"] == (
-        "committed"
-    )
+    # compact() that waited for the lease in vain: it returned None, and says why.
+    assert result["gave_up"] is None and gave_up["status"] == "ERROR"
+    assert gave_up["description"] == "gave up after waiting 0.2s for the lease"
+    assert compaction_figures(gave_up)["outcome"] == "lease_held"
+    holder = refused["attributes"]["memstore.lease.holder"]
+    assert gave_up["attributes"]["memstore.lease.holder"] == holder
+    # An append's compaction that finds another worker compacting is no failure.
+    assert compaction_figures(after_append)["trigger"] == "hard_limit"
+    assert compaction_figures(after_append)["outcome"] == "lease_held"
+    assert after_append["status"] == "UNSET"
+    assert committed["status"] == "UNSET"
+    assert compaction_figures(committed)["outcome"] == "committed"
 
 
 SCENARIOS = ["worked_example", "failing_summarizer", "recall", "consolidation", "long_term"]
@@ -244,6 +254,7 @@ def test_with_the_opt_in_spans_hold_queries_and_records(traced: Traced) -> None:
     spans, _ = traced("long_term", env=CAPTURE)
     written = json.loads(spans[0]["attributes"]["gen_ai.memory.records"])
     assert written == [{"id": "editor", "content": f"{CANARY} vim"}]
+    assert spans[3]["status"] == "ERROR" and spans[3]["events"] == ["exception"]
 
     spans, _ = traced("consolidation", env=CAPTURE)
     records = json.loads(only(spans, "upsert_memory")["attributes"]["gen_ai.memory.records"])
