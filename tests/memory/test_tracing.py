@@ -315,15 +315,17 @@ print(sorted(m for m in sys.modules if m.startswith("opentelemetry")))
 """
 
 
-def test_without_opentelemetry_memstore_works_and_traces_nothing(tmp_path: Path) -> None:
+def run_program(program: str, db: Path) -> str:
+    """What ``program`` prints, run in a fresh interpreter with ``db`` as its argument."""
     done = subprocess.run(
-        [sys.executable, "-c", WITHOUT_OPENTELEMETRY, str(tmp_path / "m.db")],
-        capture_output=True,
-        text=True,
-        timeout=120,
+        [sys.executable, "-c", program, str(db)], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
-    counts, loaded = done.stdout.splitlines()
+    return done.stdout
+
+
+def test_without_opentelemetry_memstore_works_and_traces_nothing(tmp_path: Path) -> None:
+    counts, loaded = run_program(WITHOUT_OPENTELEMETRY, tmp_path / "m.db").splitlines()
     compactions, hits = map(int, counts.split())
     assert compactions >= 1 and hits >= 1
     assert loaded == "[]"
@@ -359,11 +361,4 @@ asyncio.run(main())
 
 
 def test_spans_start_when_the_application_sets_its_provider(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", API_FIRST, str(tmp_path / "m.db")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "['create_memory']"
+    assert run_program(API_FIRST, tmp_path / "m.db").strip() == "['create_memory']"
