@@ -14,14 +14,12 @@ each memory operation as a span of the application's trace. What a span costs fo
   consolidation and a summarizer's model call under the compaction).
 
 **Names.** An operation the conventions name takes that name, as span name and
-``gen_ai.operation.name``: an append is ``create_memory``; a search, and the recall of a model
-input, ``search_memory``; a long-term ``set`` ``upsert_memory`` (``update_memory`` with an
-expected version, ``create_memory`` with 0); a delete or a prune ``delete_memory``; a
-consolidation, which creates or supersedes entries as it finds them, ``upsert_memory``.
-Compaction and the model input have no name there: ``memstore.compact`` and
-``memstore.build_model_input``, without ``gen_ai.operation.name``. ``gen_ai.conversation.id``
-is the session id and ``gen_ai.memory.store.id`` the long-term scope; memstore's own figures
-are ``memstore.*``. Spans are ``INTERNAL``: memstore runs in the caller's process.
+``gen_ai.operation.name`` (an append ``create_memory``, a search or a recall ``search_memory``,
+a long-term write or a consolidation ``upsert_memory``...); compaction and the model input,
+which they lack, are ``memstore.compact`` and ``memstore.build_model_input``. The session id is
+``gen_ai.conversation.id``, the long-term scope ``gen_ai.memory.store.id``, memstore's figures
+``memstore.*``; docs/observability.md maps them all. Spans are ``INTERNAL``: memstore runs in
+the caller's process.
 
 **Content.** No stored text enters a span unless the process opts in the conventions' way:
 ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` set to ``true``, ``SPAN_ONLY`` or
@@ -173,6 +171,8 @@ class MemorySpan:
 
     def update(self, attributes: Mapping[str, Any]) -> None:
         """Set several attributes (``None`` values left unset)."""
+        if self._span is None:
+            return
         for key, value in attributes.items():
             self.set(key, value)
 
@@ -400,6 +400,5 @@ def _hit_record(hit: SearchHit) -> dict[str, Any]:
         record_id = f"{hit.entry.scope}/{hit.entry.key}"
     else:
         record_id = f"{hit.session_id}/summary/{hit.compaction}"
-    metadata = {"source": hit.source, "session_id": hit.session_id, "seq": hit.seq}
-    metadata["fate"] = hit.fate
+    metadata = dict(source=hit.source, session_id=hit.session_id, seq=hit.seq, fate=hit.fate)
     return {"id": record_id, "content": hit.text, "score": hit.score, "metadata": metadata}

@@ -122,6 +122,17 @@ def test_the_worked_example_appends_and_compacts_in_spans(traced: Traced) -> Non
     assert not any(WORKED_SUMMARY in text for text in strings_in(spans))
 
 
+def test_a_batch_is_one_append_and_bad_input_an_error(traced: Traced) -> None:
+    spans, result = traced("batch")
+    batch, refused = named(spans, "create_memory")
+    assert batch["attributes"]["gen_ai.memory.record.count"] == 2
+    assert batch["attributes"]["memstore.item.seq"] == result["seqs"][-1] == 2
+    assert "gen_ai.memory.record.id" not in batch["attributes"]  # one id per record: none
+    assert refused["status"] == "ERROR" and refused["description"] == result["refused"]
+    assert refused["attributes"]["error.type"] == "ValidationError"
+    assert "gen_ai.memory.record.count" not in refused["attributes"]  # nothing was written
+
+
 def test_a_failing_summarizer_marks_its_compaction_and_not_the_append(traced: Traced) -> None:
     spans, reports = traced("failing_summarizer")
     compact = named(spans, "memstore.compact")[0]
@@ -222,7 +233,7 @@ def test_a_lease_held_elsewhere_is_an_error_on_a_compaction_asked_for(traced: Tr
     assert compaction_figures(committed)["outcome"] == "committed"
 
 
-SCENARIOS = ["worked_example", "failing_summarizer", "recall", "consolidation", "long_term"]
+SCENARIOS = ["batch", "failing_summarizer", "recall", "consolidation", "long_term", "lease_held"]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)

@@ -31,6 +31,7 @@ from memstore import (
     MemoryLimits,
     MemoryStore,
     Priority,
+    ValidationError,
     VersionConflictError,
     WordEstimator,
 )
@@ -104,6 +105,23 @@ async def worked_example(folder: Path) -> Any:
         for role, kind, priority, content in WORKED:
             await memory.add(role, content, kind=kind, priority=priority)
         return [report.to_dict() for report in await memory.reports()]
+
+
+@scenario
+async def batch(folder: Path) -> Any:
+    """A batch of Responses items in one append; then an append with a role memstore refuses."""
+    async with MemoryStore.open(folder / "m.db") as store:
+        memory = store.session("s", estimator=WordEstimator())
+        turn = [
+            {"role": "user", "content": f"Where is the {CANARY} order?"},
+            {"role": "assistant", "content": "On its way."},
+        ]
+        stored = await memory.add_items(turn)
+        try:
+            await memory.add("robot", f"beep {CANARY}")
+        except ValidationError as refused:
+            return {"seqs": [item.seq for item in stored], "refused": str(refused)}
+        raise AssertionError("the role was accepted")
 
 
 @scenario
