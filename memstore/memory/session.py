@@ -416,9 +416,9 @@ class SessionMemory(Consolidating):
         Raises:
             ValidationError: a bad query or limit.
         """
-        terms, most = search_terms(query), validate_limit(limit)
         scope = SearchScope((self.session_id,), (), include_active=bool(include_active))
         with searching(query, scope) as span:
+            terms, most = search_terms(query), validate_limit(limit)
             return span.found(await search_db.search(self._db, terms, scope, most, reads.utcnow()))
 
     async def reports(self) -> list[CompactionReport]:

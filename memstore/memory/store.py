@@ -259,9 +259,9 @@ class MemoryStore(HistoryActions):
         from memstore.db import search as search_db
         from memstore.memory.tracing import searching
 
-        terms, most = search_terms(query), validate_limit(limit)
         scope = SearchScope.across(sessions, scopes)
         with searching(query, scope) as span:
+            terms, most = search_terms(query), validate_limit(limit)
             return span.found(await search_db.search(self._db, terms, scope, most, reads.utcnow()))
 
     async def session_info(self, session_id: str) -> SessionInfo:
