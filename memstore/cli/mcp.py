@@ -21,7 +21,7 @@ from memstore.memory.store import MemoryStore
 if TYPE_CHECKING:
     import socket
 
-INSTALL_HINT = "memstore mcp needs the MCP SDK: pip install 'memstore[mcp]'"
+INSTALL_HINT = "memstore mcp needs the MCP SDK: in memstore's checkout, pip install '.[mcp]'"
 
 
 @click.command("mcp")

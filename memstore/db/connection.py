@@ -363,7 +363,9 @@ def async_engine(url: str, settings: Settings) -> AsyncEngine:
     except (exc.ArgumentError, exc.NoSuchModuleError, ImportError):
         shown = make_url(url).render_as_string(hide_password=True)
         raise ValidationError(
-            "db", f"no driver for {shown} (install memstore[postgres]); use {URL_FORMS}"
+            "db",
+            f"no driver for {shown} (in memstore's checkout: pip install '.[postgres]'); "
+            f"use {URL_FORMS}",
         ) from None
     _install_fork_guard(engine.sync_engine)
     return engine

@@ -17,7 +17,9 @@ consolidation of the session, in this order, with no transaction open between th
    person wrote a slot meanwhile, plan again from step 4.
 
 A dry run stops after step 4 and writes nothing (it takes no lease). A run with nothing new
-to consume writes nothing at all, so consolidating twice is a no-op.
+to consume writes nothing at all, so consolidating twice is a no-op. While the application
+traces, each run is an ``upsert_memory`` span with its report's counts
+(:mod:`memstore.memory.tracing`).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from memstore.errors import (
     ValidationError,
 )
 from memstore.memory.compactor import Heartbeat
+from memstore.memory.tracing import UPSERT_MEMORY, start
 from memstore.memory.worker import Worker
 
 #: How long an asked-for run waits for a compaction (or another run) holding the lease: a
@@ -154,6 +157,14 @@ class Consolidator:
                 handle's.
             LeaseHeldError: another worker kept the lease past the wait.
         """
+        with start(UPSERT_MEMORY, operation=UPSERT_MEMORY, conversation=self._session_id) as span:
+            report = await self._run(dry_run, forgotten_only, compaction, wait)
+            span.consolidated(report)
+            return report
+
+    async def _run(
+        self, dry_run: bool, forgotten_only: bool, compaction: int | None, wait: bool
+    ) -> ConsolidationReport | None:
         scope = await self._resolve_scope()
         if dry_run:
             pending = await runs.unconsumed_items(

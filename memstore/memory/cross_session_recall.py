@@ -26,6 +26,7 @@ from memstore.core.search_terms import search_terms
 from memstore.core.values import MemoryLimits
 from memstore.db import reads
 from memstore.db.scope_search import scope_passages
+from memstore.memory.tracing import recalling
 from memstore.render.recall import RECALL_CANDIDATES, novel_passages, recall_query
 from memstore.render.scope_recall import ScopeRecallBlock, fit_scope_recall
 
@@ -74,25 +75,28 @@ async def scoped_recall(
         terms = search_terms(query)
     if not terms:
         return None
-    found, when, _others = await scope_passages(
-        sources.database,
-        terms,
-        sources.session_id,
-        sources.scope,
-        RECALL_CANDIDATES,
-        reads.utcnow(),
-        own=snap is not None and snap.compaction_count > 0,
-    )
-    held: list[str] = []
-    if snap is not None:
-        held += [item.content for item in snap.items]
-        held += [text for text in (snap.summary,) if text is not None]
-    if memories is not None:
-        held.append(memories.message["content"])
-    if sources.recall_budget is not None:
-        budget = sources.recall_budget
-    else:
-        budget = max(memory_budget(None, sources.limits), spare)
-    return fit_scope_recall(
-        sources.scope, novel_passages(found, held), when, sources.count, min(budget, room)
-    )
+    with recalling(sources.session_id, terms, sources.scope) as span:
+        found, when, _others = await scope_passages(
+            sources.database,
+            terms,
+            sources.session_id,
+            sources.scope,
+            RECALL_CANDIDATES,
+            reads.utcnow(),
+            own=snap is not None and snap.compaction_count > 0,
+        )
+        held: list[str] = []
+        if snap is not None:
+            held += [item.content for item in snap.items]
+            held += [text for text in (snap.summary,) if text is not None]
+        if memories is not None:
+            held.append(memories.message["content"])
+        if sources.recall_budget is not None:
+            budget = sources.recall_budget
+        else:
+            budget = max(memory_budget(None, sources.limits), spare)
+        block = fit_scope_recall(
+            sources.scope, novel_passages(found, held), when, sources.count, min(budget, room)
+        )
+        span.recalled(len(found), block)
+        return block

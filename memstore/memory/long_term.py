@@ -27,6 +27,9 @@ pytest"). It is one table shared by every session and process, reached as ``stor
 * **Model input.** A session opened with ``ltm_scopes`` gets one ``developer`` message,
   "Relevant memories", built here by :func:`fit_memories` within a token budget and rendered
   by :func:`memstore.render.input.memories_message` as fenced, escaped JSON lines.
+* **Traces.** ``set``, ``delete`` and ``prune`` are spans of the application's trace
+  (``upsert_memory``, ``update_memory``, ``create_memory``, ``delete_memory``) while it
+  traces: :mod:`memstore.memory.tracing`.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from memstore.core.ltm_entries import (
 from memstore.db import Database
 from memstore.db import ltm as ltm_db
 from memstore.db.reads import utcnow
+from memstore.memory.tracing import DELETE_MEMORY, RECORD_COUNT, entry_write, start
 from memstore.render.input import fit_block, memories_message, memory_line
 
 __all__ = [
@@ -223,21 +227,24 @@ class LongTermMemory:
             ValidationError: a bad key, scope, value, version or expiry (``field`` names it).
             VersionConflictError: ``expected_version`` is stale; nothing was written.
         """
-        key, scope = validate_key(key), validate_scope(scope)
-        encoded = encode_value(value, max_bytes=self.settings.ltm_max_value_bytes)
-        expected = validate_expected_version(expected_version)
-        now = self.clock()
-        expiry = resolve_expiry(ttl, expires_at, now)
-        record = await ltm_db.set_entry(
-            self._db,
-            scope,
-            key,
-            json.loads(encoded),  # a copy: later changes to the caller's object change nothing
-            expected_version=expected,
-            expires_at=expiry,
-            now=now,
-        )
-        return LongTermEntry(**record)
+        operation = entry_write(expected_version)
+        with start(operation, operation=operation) as span:
+            key, scope = validate_key(key), validate_scope(scope)
+            span.entry(scope, key)
+            encoded = encode_value(value, max_bytes=self.settings.ltm_max_value_bytes)
+            expected = validate_expected_version(expected_version)
+            now = self.clock()
+            expiry = resolve_expiry(ttl, expires_at, now)
+            record = await ltm_db.set_entry(
+                self._db,
+                scope,
+                key,
+                json.loads(encoded),  # a copy: later changes to the caller's object change nothing
+                expected_version=expected,
+                expires_at=expiry,
+                now=now,
+            )
+            return span.written(LongTermEntry(**record))
 
     async def get(self, key: str, *, scope: str = DEFAULT_SCOPE) -> LongTermEntry | None:
         """The live entry, or ``None`` (never written, deleted or expired)."""
@@ -263,13 +270,18 @@ class LongTermMemory:
             ValidationError: a bad key, scope or version.
             VersionConflictError: ``expected_version`` is stale; nothing was written.
         """
-        return await ltm_db.delete_entry(
-            self._db,
-            validate_scope(scope),
-            validate_key(key),
-            expected_version=validate_expected_version(expected_version),
-            now=self.clock(),
-        )
+        with start(DELETE_MEMORY, operation=DELETE_MEMORY) as span:
+            key, scope = validate_key(key), validate_scope(scope)
+            span.entry(scope, key)
+            deleted = await ltm_db.delete_entry(
+                self._db,
+                scope,
+                key,
+                expected_version=validate_expected_version(expected_version),
+                now=self.clock(),
+            )
+            span.set(RECORD_COUNT, int(deleted))
+            return deleted
 
     async def list(
         self, *, scope: str | None = None, prefix: str | None = None
@@ -308,7 +320,11 @@ class LongTermMemory:
         Returns:
             How many entries were deleted.
         """
-        return await ltm_db.prune_expired(self._db, self.clock(), batch=PRUNE_BATCH)
+        with start(DELETE_MEMORY, operation=DELETE_MEMORY) as span:
+            span.set("memstore.ltm.expired_only", True)
+            pruned = await ltm_db.prune_expired(self._db, self.clock(), batch=PRUNE_BATCH)
+            span.set(RECORD_COUNT, pruned)
+            return pruned
 
     async def memories(
         self,

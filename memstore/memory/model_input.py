@@ -22,7 +22,9 @@ Working memory keeps its place: memories and recall grow only into room it does 
 neither ever pushes a current item out of the view beyond ``hard - target`` tokens each.
 
 Rendering (labels, fences, Responses messages) is :mod:`memstore.render`; the search is
-:mod:`memstore.db.search`.
+:mod:`memstore.db.search`. Each input is a ``memstore.build_model_input`` span while the
+application traces, and its recall a ``search_memory`` span within it
+(:mod:`memstore.memory.tracing`).
 """
 
 from __future__ import annotations
@@ -34,9 +36,10 @@ from typing import TYPE_CHECKING, Any
 from memstore.core.ltm_entries import memory_budget
 from memstore.core.policy import Snapshot, bounded_view
 from memstore.core.search_terms import search_terms
-from memstore.core.values import MemoryLimits
+from memstore.core.values import MemoryItem, MemoryLimits
 from memstore.db import reads
 from memstore.db import search as search_db
+from memstore.memory.tracing import BUILD_MODEL_INPUT, MemorySpan, recalling, start
 from memstore.render.input import build_input
 from memstore.render.recall import (
     RECALL_CANDIDATES,
@@ -77,6 +80,17 @@ async def assemble(sources: InputSources, recall: str | None) -> list[dict[str, 
     Raises:
         ValidationError: ``recall`` is not text, blank or too long.
     """
+    with start(BUILD_MODEL_INPUT, conversation=sources.session_id) as span:
+        messages = await _assemble(sources, recall, span)
+        span.update(
+            {"memstore.input.messages": len(messages), "memstore.limits.hard": sources.limits.hard}
+        )
+        return messages
+
+
+async def _assemble(
+    sources: InputSources, recall: str | None, span: MemorySpan
+) -> list[dict[str, Any]]:
     terms = None if recall is None else search_terms(recall, "recall")
     snap = await sources.snapshot()
     hard = sources.limits.hard
@@ -133,6 +147,8 @@ async def assemble(sources: InputSources, recall: str | None) -> list[dict[str, 
     room = hard - (0 if memories is None else memories.tokens)
     budget = room - (0 if recalled is None else recalled.tokens)
     kept, summary = bounded_view(snap, sources.limits, sources.count, budget)
+    if span.recording:
+        span.update(_parts(snap, kept, summary, memories, recalled))
     return build_input(
         kept,
         summary,
@@ -155,12 +171,35 @@ async def _recall(
         terms = search_terms(query)
     if not terms or snap.compaction_count == 0:  # nothing has left working memory yet
         return None
-    found = await search_db.passages(
-        sources.database, terms, sources.session_id, RECALL_CANDIDATES, reads.utcnow()
-    )
-    held = [item.content for item in snap.items]
-    held += [text for text in (snap.summary,) if text is not None]
-    if memories is not None:
-        held.append(memories.message["content"])
-    budget = memory_budget(sources.recall_budget, sources.limits, "recall_budget")
-    return fit_recall(novel_passages(found, held), sources.count, min(budget, room))
+    with recalling(sources.session_id, terms) as span:
+        found = await search_db.passages(
+            sources.database, terms, sources.session_id, RECALL_CANDIDATES, reads.utcnow()
+        )
+        held = [item.content for item in snap.items]
+        held += [text for text in (snap.summary,) if text is not None]
+        if memories is not None:
+            held.append(memories.message["content"])
+        budget = memory_budget(sources.recall_budget, sources.limits, "recall_budget")
+        block = fit_recall(novel_passages(found, held), sources.count, min(budget, room))
+        span.recalled(len(found), block)
+        return block
+
+
+def _parts(
+    snap: Snapshot,
+    kept: Sequence[MemoryItem],
+    summary: str | None,
+    memories: MemoriesBlock | None,
+    recalled: RecallBlock | ScopeRecallBlock | None,
+) -> dict[str, Any]:
+    """What a model input is made of, for its span: counts and tokens, never text."""
+    return {
+        "memstore.input.session_tokens": snap.total_tokens,
+        "memstore.input.items": len(kept),
+        "memstore.input.summary": summary is not None,
+        "memstore.input.memories": 0 if memories is None else len(memories.shown),
+        "memstore.input.memories_omitted": 0 if memories is None else memories.omitted,
+        "memstore.input.memory_tokens": 0 if memories is None else memories.tokens,
+        "memstore.input.recalled": 0 if recalled is None else len(recalled.hits),
+        "memstore.input.recall_tokens": 0 if recalled is None else recalled.tokens,
+    }

@@ -55,6 +55,7 @@ from memstore.memory.compactor import Compactor, compaction_trigger, wait_bound
 from memstore.memory.item_batch import new_items
 from memstore.memory.model_input import InputSources, assemble
 from memstore.memory.scoped import Consolidating
+from memstore.memory.tracing import searching, traced_append
 from memstore.memory.worker import Worker, new_handle_id
 
 if TYPE_CHECKING:
@@ -145,6 +146,7 @@ class SessionMemory(Consolidating):
 
     # -- writing ---------------------------------------------------------------------------
 
+    @traced_append
     async def add(
         self,
         role: MemoryRole | str,
@@ -194,6 +196,7 @@ class SessionMemory(Consolidating):
         await self._after_append(result)
         return result.item
 
+    @traced_append
     async def add_items(
         self,
         items: Sequence[Mapping[str, Any]],
@@ -413,9 +416,10 @@ class SessionMemory(Consolidating):
         Raises:
             ValidationError: a bad query or limit.
         """
-        terms = search_terms(query)
         scope = SearchScope((self.session_id,), (), include_active=bool(include_active))
-        return await search_db.search(self._db, terms, scope, validate_limit(limit), reads.utcnow())
+        with searching(query, scope) as span:
+            terms, most = search_terms(query), validate_limit(limit)
+            return span.found(await search_db.search(self._db, terms, scope, most, reads.utcnow()))
 
     async def reports(self) -> list[CompactionReport]:
         """Every compaction report of the session, oldest first."""

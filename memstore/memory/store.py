@@ -257,10 +257,12 @@ class MemoryStore(HistoryActions):
         """
         from memstore.core.search_terms import SearchScope, search_terms, validate_limit
         from memstore.db import search as search_db
+        from memstore.memory.tracing import searching
 
-        terms = search_terms(query)
         scope = SearchScope.across(sessions, scopes)
-        return await search_db.search(self._db, terms, scope, validate_limit(limit), reads.utcnow())
+        with searching(query, scope) as span:
+            terms, most = search_terms(query), validate_limit(limit)
+            return span.found(await search_db.search(self._db, terms, scope, most, reads.utcnow()))
 
     async def session_info(self, session_id: str) -> SessionInfo:
         """The header of one session (counters, totals, limits).
