@@ -90,7 +90,8 @@ def fork_rows(
     conn: Connection, session_id: str, new_session_id: str, at: int | None
 ) -> SessionInfo:
     """The fork, as one write function (module docstring)."""
-    # FOR SHARE on PostgreSQL: a prune or compaction of the parent waits for the copy.
+    # FOR SHARE on PostgreSQL: a prune or compaction of the parent waits for the copy; a
+    # purge that locked the parent first makes the copy wait, then find no parent.
     parent = conn.execute(
         select(sessions).where(sessions.c.id == session_id).with_for_update(read=True)
     ).first()
@@ -256,8 +257,14 @@ def _summary_at(
 # -- forks of a session, and a passage shared by several -----------------------------------
 
 
-def descendants(conn: Connection, session_id: str) -> list[str]:
-    """Every fork of the session, and their forks, nearest first (a read)."""
+def descendants(conn: Connection, session_id: str, *, lock: bool = False) -> list[str]:
+    """Every fork of the session, and their forks, nearest first (a read).
+
+    ``lock``, for a write that deletes them (the caller has locked ``session_id``): each fork's
+    row is locked ``FOR UPDATE`` (PostgreSQL) before its own forks are listed, so a fork of it
+    being taken right now is listed or finds its parent gone (:func:`fork_rows` holds the
+    parent ``FOR SHARE``).
+    """
     found: list[str] = []
     frontier = [session_id]
     while frontier:
@@ -271,6 +278,8 @@ def descendants(conn: Connection, session_id: str) -> list[str]:
             .all()
         )
         children = [child for child in children if child not in found and child != session_id]
+        if lock and children:
+            conn.execute(select(sessions.c.id).where(sessions.c.id.in_(children)).with_for_update())
         found += children
         frontier = children
     return found

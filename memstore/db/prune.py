@@ -14,6 +14,7 @@ from functools import partial
 
 from sqlalchemy import Connection, delete, select, update
 
+from memstore.config import pause_point
 from memstore.db.engine import Database
 from memstore.db.fork import descendants
 from memstore.db.tables import compactions, input_counts, items, sessions, summaries
@@ -69,7 +70,11 @@ def _prune(
     before_version: int | None,
     before_time: datetime | None,
 ) -> tuple[int, int]:
-    session = conn.execute(select(sessions).where(sessions.c.id == session_id)).first()
+    # FOR UPDATE (PostgreSQL): a second prune waits here, then reads what the first one left;
+    # without the lock both read the same counters, and both added their deletions to them.
+    session = conn.execute(
+        select(sessions).where(sessions.c.id == session_id).with_for_update()
+    ).first()
     if session is None:
         raise SessionNotFoundError(session_id)
     query = select(compactions).where(compactions.c.session_id == session_id)
@@ -78,6 +83,7 @@ def _prune(
     else:
         query = query.where(compactions.c.finished_at < before_time)
     doomed = conn.execute(query.order_by(compactions.c.number)).all()
+    pause_point("prune-read")
     if not doomed:
         return 0, 0
     # Compactions are pruned oldest first and without gaps, so the rest stays replayable.
@@ -140,12 +146,16 @@ async def purge(db: Database, session_id: str, *, with_forks: bool = False) -> i
 
 
 def _purge(conn: Connection, session_id: str, with_forks: bool) -> int:
+    # Locked before its forks are listed (PostgreSQL): a fork or an import of a fork being
+    # made right now holds the row FOR SHARE, so it has either committed (and is listed) or
+    # waits for this transaction, and then finds its parent gone.
     where = sessions.c.id == session_id
-    if conn.execute(select(sessions.c.id).where(where)).first() is None:
+    if conn.execute(select(sessions.c.id).where(where).with_for_update()).first() is None:
         raise SessionNotFoundError(session_id)
-    forks = descendants(conn, session_id)
+    forks = descendants(conn, session_id, lock=True)
     if forks and not with_forks:
         raise ForkedHistoryError(session_id, tuple(forks))
+    pause_point("purge-read")
     # The farthest forks first: no session row ever names a parent that is gone.
     return sum(_delete_session(conn, sid) for sid in [*reversed(forks), session_id])
 
