@@ -53,6 +53,7 @@ from memstore.core.values import ITEM_OVERHEAD_TOKENS, MemoryKind
 from memstore.db.connection import dialect_insert
 from memstore.db.engine import Database
 from memstore.db.reads import fetch_session_row, row_to_info, utcnow
+from memstore.db.search_index import index_tail
 from memstore.db.tables import compactions, items, sessions, summaries
 from memstore.errors import SessionExistsError, SessionNotFoundError, ValidationError
 
@@ -157,6 +158,7 @@ def fork_rows(
         )
     if produced:
         conn.execute(insert(summaries), [_copied_summary(row, new_session_id) for row in produced])
+    index_tail(conn)  # the copies are searchable through the index at once
     info = fetch_session_row(conn, new_session_id)
     assert info is not None
     return row_to_info(info)

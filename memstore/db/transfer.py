@@ -39,6 +39,7 @@ from memstore.core.values import Fate, check_kind_role, parse_kind, parse_priori
 from memstore.db.connection import dialect_insert
 from memstore.db.engine import Database
 from memstore.db.import_lineage import check_against_database
+from memstore.db.search_index import index_tail
 from memstore.db.tables import UTCDateTime, compactions, items, sessions, summaries
 from memstore.errors import ConflictError, SessionNotFoundError, ValidationError
 
@@ -267,3 +268,4 @@ def _insert_rows(conn: Connection, session_id: str, records: list[Record]) -> No
         batch = [record.values for record in records if record.kind == kind]
         if batch and table is not sessions:
             conn.execute(insert(table), batch)
+    index_tail(conn)  # searches use the index at once, not a scan of every imported row
