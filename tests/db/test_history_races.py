@@ -185,3 +185,21 @@ async def test_an_import_racing_a_purge_of_its_parent_is_refused(
         assert await store.sessions() == []
         assert imported.returncode != 0, imported.stdout
         assert "parent_id" in imported.stderr and "Traceback" not in imported.stderr
+
+
+async def test_check_names_a_fork_whose_parent_is_gone(any_store: MemoryStore) -> None:
+    """What the race left behind before the locks (a parent deleted under its new fork) is a
+    violation ``memstore check`` names."""
+    from sqlalchemy import delete
+
+    from memstore.db.tables import sessions
+
+    await _conversation(any_store, "p", 12)
+    await any_store.fork("p", "f")
+    assert await any_store.check() == []
+    await any_store.database.run_write(
+        lambda conn: conn.execute(delete(sessions).where(sessions.c.id == "p"))
+    )
+    (violation,) = await any_store.check()
+    assert (violation.session_id, violation.rule) == ("f", "fork")
+    assert "'p'" in violation.detail
