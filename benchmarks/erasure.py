@@ -31,12 +31,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from search import chat_texts
+from search import appends_per_second, chat_texts
 from sqlalchemy import event
-from suite import NO_COMPACTION, SETTINGS, history_records
+from suite import SETTINGS, history_records
 
 import memstore.db.connection as connection
-from memstore import MemoryStore, TiktokenEstimator
+from memstore import MemoryStore
 
 #: The deletes a purge of session ``p`` runs, as raw SQL (the triggers keep the index right).
 PURGE_SQL = [
@@ -141,16 +141,6 @@ async def purge_as_memstore_does(path: Path) -> float:
         return time.perf_counter() - start
 
 
-async def appends_per_second(path: Path, texts: list[str]) -> float:
-    async with MemoryStore.open(path, settings=SETTINGS) as store:
-        memory = store.session("b", estimator=TiktokenEstimator(), limits=NO_COMPACTION)
-        await memory.add("user", "warm-up")
-        start = time.perf_counter()
-        for text in texts:
-            await memory.add("user", text)
-        return len(texts) / (time.perf_counter() - start)
-
-
 @contextlib.contextmanager
 def secure_delete_off() -> Iterator[None]:
     """memstore's connection recipe, then ``secure_delete=OFF`` (what it was before)."""
@@ -192,7 +182,8 @@ def main() -> None:
             for secure in (True, False):
                 with copy_of(base, scratch, "appends.db") as path:
                     with contextlib.nullcontext() if secure else secure_delete_off():
-                        rate = asyncio.run(appends_per_second(path, texts[: args.appends]))
+                        appends = appends_per_second(path, texts[: args.appends], indexing=False)
+                        rate = asyncio.run(appends)
                     rates[secure].append(rate)
     print(f"a file of {args.items:,} + {args.purged:,} indexed chat turns ({size:.0f} MiB):")
     print(f"  store.purge() of the {args.purged:,}, as memstore runs it   {whole:7.2f} s")
