@@ -8,13 +8,11 @@ the user's long-term memory now, so they stay unless ``with_derived`` deletes th
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memstore.core.validation import validate_session_id
-from memstore.errors import VersionConflictError
+from memstore.core.validation import validate_flag, validate_session_id
 
 if TYPE_CHECKING:
     from memstore.config import Settings
@@ -68,37 +66,51 @@ class HistoryActions:
 
         The working memory is untouched and the remaining history still replays and verifies.
         Long-term entries consolidated from the deleted items stay unless ``with_derived``
-        (:meth:`derived_entries` lists them).
+        (:meth:`derived_entries` lists them), which deletes them in the same transaction and
+        erases the text and source of their history's versions consolidated from those items.
 
         Returns:
             (compactions deleted, items deleted).
+
+        Raises:
+            ValidationError: a bad ``before`` or ``with_derived``.
         """
         from memstore.db import prune as pruning
 
         sid = validate_session_id(session_id)
-        done = await pruning.prune(self._db, sid, before_version=before_version, before_time=before)
-        if with_derived:
-            await self._forget(await self.derived_entries(sid, deleted_items_only=True))
-        return done
+        return await pruning.prune(
+            self._db,
+            sid,
+            before_version=before_version,
+            before_time=before,
+            with_derived=validate_flag("with_derived", with_derived),
+            now=self.ltm.clock(),
+        )
 
     async def purge(
         self, session_id: str, *, with_forks: bool = False, with_derived: bool = False
     ) -> int:
         """Delete a session and its whole history; return how many items were deleted.
 
-        Long-term entries consolidated from it stay unless ``with_derived``.
+        Long-term entries consolidated from it (or from a fork deleted with it) stay unless
+        ``with_derived``, which deletes them in the same transaction and erases the text and
+        source of every history version consolidated from a deleted session.
 
         Raises:
             ForkedHistoryError: forks hold copies of its history (nothing deleted), unless
                 ``with_forks`` deletes them too.
+            ValidationError: ``with_forks`` or ``with_derived`` is not a bool.
         """
         from memstore.db import prune as pruning
 
         sid = validate_session_id(session_id)
-        derived = await self.derived_entries(sid) if with_derived else []
-        deleted = await pruning.purge(self._db, sid, with_forks=with_forks)
-        await self._forget(derived)
-        return deleted
+        return await pruning.purge(
+            self._db,
+            sid,
+            with_forks=validate_flag("with_forks", with_forks),
+            with_derived=validate_flag("with_derived", with_derived),
+            now=self.ltm.clock(),
+        )
 
     async def derived_entries(
         self, session_id: str, *, deleted_items_only: bool = False
@@ -109,8 +121,3 @@ class HistoryActions:
 
         sid, now = validate_session_id(session_id), self.ltm.clock()
         return await runs.derived_entries(self._db, sid, now, deleted_items_only)
-
-    async def _forget(self, entries: Iterable[LongTermEntry]) -> None:
-        for entry in entries:  # each delete is recorded in the entry's history
-            with contextlib.suppress(VersionConflictError):  # rewritten since: not derived now
-                await self.ltm.delete(entry.key, scope=entry.scope, expected_version=entry.version)

@@ -46,6 +46,7 @@ from memstore.core.values import (
 from memstore.db import append as appends
 from memstore.db import reads, rewind
 from memstore.db import search as search_db
+from memstore.db.confined import confine
 from memstore.errors import (
     EstimatorMismatchError,
     MemstoreError,
@@ -112,7 +113,8 @@ class SessionMemory(Consolidating):
             None if recall_budget is None else memory_budget(recall_budget, limits, "recall_budget")
         )
         self._observers: list[Observer] = self.scope_observers(consolidate)
-        self._db = database
+        # A scoped handle's every transaction refuses a session of another scope.
+        self._db = database = confine(database, session_id, self.scope)
         self._compactor = Compactor(
             database=database,
             settings=settings,
