@@ -42,7 +42,7 @@ from types import TracebackType
 from typing import Any
 
 from memstore.core.conversation_keys import StoredConversation, StoredEntry
-from memstore.errors import ConversationConflictError
+from memstore.errors import ConversationConflictError, ValidationError
 from memstore.memory.conversations import Conversations
 from memstore.memory.store import MemoryStore
 
@@ -57,7 +57,7 @@ try:
     from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
     from pydantic_ai.tools import DeferredToolRequests
     from pydantic_ai.usage import RunUsage
-    from pydantic_core import to_jsonable_python
+    from pydantic_core import PydanticSerializationError, to_jsonable_python
 except ImportError as error:  # pragma: no cover - the extra is installed wherever tests run
     raise ImportError(
         "memstore.pydantic_ai needs pydantic-ai: install memstore's `pydantic-ai` extra "
@@ -238,12 +238,20 @@ class MemstoreConversationStore(ConversationStore):
         Raises:
             ConversationConflict: the stored revision isn't ``expected_revision``, a record
                 exists when it is ``None``, or the head names an entry stored nowhere.
+            ValidationError: pydantic-ai cannot serialise a message or the record (a lone
+                surrogate in a message's text, say); nothing is written.
         """
-        entries = [_stored_entry(entry) for entry in new_entries]
+        try:
+            entries = [_stored_entry(entry) for entry in new_entries]
+            stored = _stored(record)
+        except PydanticSerializationError as error:  # a lone surrogate, say: nothing written
+            raise ValidationError(
+                "new_entries", f"pydantic-ai cannot serialise it: {error}"
+            ) from None
         conversations = await self._conversations()
         try:
             await conversations.write_record(
-                _stored(record), new_entries=entries, expected_revision=expected_revision
+                stored, new_entries=entries, expected_revision=expected_revision
             )
         except ConversationConflictError as error:
             raise ConversationConflict(record.conversation_id) from error

@@ -29,8 +29,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-#: Base64 holds 3 bytes in every 4 characters: a media part's size, shown without decoding it.
-_BASE64_RATIO = 3 / 4
+#: Base64 holds 3 bytes in every 4 characters (less its ``=`` padding): a media part's size,
+#: shown without decoding it.
+_BASE64_BYTES, _BASE64_CHARS = 3, 4
 
 
 def _json(value: Any) -> str:
@@ -42,7 +43,7 @@ def _json(value: Any) -> str:
 def _size(data: object) -> str:
     if not isinstance(data, str):
         return ""
-    size = len(data) * _BASE64_RATIO
+    size: float = len(data) * _BASE64_BYTES // _BASE64_CHARS - (len(data) - len(data.rstrip("=")))
     for unit in ("bytes", "KiB", "MiB"):
         if size < 1024 or unit == "MiB":
             return f", {size:.0f} {unit}" if unit == "bytes" else f", {size:.1f} {unit}"

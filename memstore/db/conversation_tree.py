@@ -295,33 +295,36 @@ async def write_details(
 #: Step 3 of the module docstring: the entries above the deleted record's tips (``up``),
 #: everything that continues from them (``down``), the other records' tips among those
 #: (``tips``) and what they reach (``kept``); the rest of ``down`` is deleted in one
-#: statement, so the self-referencing foreign key is checked once all of it is gone.
+#: statement, so the self-referencing foreign key is checked once all of it is gone. The
+#: statement begins with ``DELETE`` (the queries are its subquery): the sqlite3 module counts
+#: the rows of a statement only then.
 _COLLECT = """
-WITH RECURSIVE
-up(id) AS (
-  SELECT id FROM conversation_entries WHERE id IN :roots
-  UNION
-  SELECT e.parent_id FROM conversation_entries AS e JOIN up ON e.id = up.id
-    WHERE e.parent_id IS NOT NULL
-),
-down(id) AS (
-  SELECT id FROM up
-  UNION
-  SELECT e.id FROM conversation_entries AS e JOIN down ON e.parent_id = down.id
-),
-tips(id) AS (
-  SELECT head_id FROM conversations WHERE head_id IN (SELECT id FROM down)
-  UNION
-  SELECT entry_id FROM conversation_branches WHERE entry_id IN (SELECT id FROM down)
-),
-kept(id) AS (
-  SELECT id FROM tips
-  UNION
-  SELECT e.parent_id FROM conversation_entries AS e JOIN kept ON e.id = kept.id
-    WHERE e.parent_id IS NOT NULL
+DELETE FROM conversation_entries WHERE id IN (
+  WITH RECURSIVE
+  up(id) AS (
+    SELECT id FROM conversation_entries WHERE id IN :roots
+    UNION
+    SELECT e.parent_id FROM conversation_entries AS e JOIN up ON e.id = up.id
+      WHERE e.parent_id IS NOT NULL
+  ),
+  down(id) AS (
+    SELECT id FROM up
+    UNION
+    SELECT e.id FROM conversation_entries AS e JOIN down ON e.parent_id = down.id
+  ),
+  tips(id) AS (
+    SELECT head_id FROM conversations WHERE head_id IN (SELECT id FROM down)
+    UNION
+    SELECT entry_id FROM conversation_branches WHERE entry_id IN (SELECT id FROM down)
+  ),
+  kept(id) AS (
+    SELECT id FROM tips
+    UNION
+    SELECT e.parent_id FROM conversation_entries AS e JOIN kept ON e.id = kept.id
+      WHERE e.parent_id IS NOT NULL
+  )
+  SELECT id FROM down EXCEPT SELECT id FROM kept
 )
-DELETE FROM conversation_entries
-WHERE id IN (SELECT id FROM down) AND id NOT IN (SELECT id FROM kept)
 """
 
 

@@ -4,9 +4,9 @@ memstore's, each step run on both and its outcomes compared.
 Each store mints its own entry ids, revisions and run ids (uuid7s) and each agent run stamps
 its own times, so outcomes are compared as JSON with every uuid renamed by its first
 appearance on that side (``#0``, ``#1``, ...; the same uuid keeps its name for the whole test)
-and every timestamp and duration blanked: equal outcomes have the same shape, link the same entries and
-carry the same content. What comes back byte for byte is proven by the memstore-only tests.
-An exception is compared by its type and message.
+and every timestamp and duration blanked: equal outcomes have the same shape, link the same
+entries and carry the same content. What comes back byte for byte is proven by the
+memstore-only tests. An exception is compared by its type and message.
 """
 
 from __future__ import annotations
