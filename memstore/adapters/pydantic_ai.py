@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
+from memstore.adapters import PYDANTIC_AI_MISSING
 from memstore.core.conversation_keys import StoredConversation, StoredEntry
 from memstore.errors import ConversationConflictError, ValidationError
 from memstore.memory.conversations import Conversations
@@ -58,11 +59,8 @@ try:
     from pydantic_ai.tools import DeferredToolRequests
     from pydantic_ai.usage import RunUsage
     from pydantic_core import PydanticSerializationError, to_jsonable_python
-except ImportError as error:  # pragma: no cover - the extra is installed wherever tests run
-    raise ImportError(
-        "memstore.pydantic_ai needs pydantic-ai: install memstore's `pydantic-ai` extra "
-        "(pydantic-ai-slim 2.68 or later)"
-    ) from error
+except ImportError as error:  # the extra is not installed
+    raise ImportError(PYDANTIC_AI_MISSING) from error
 
 _USAGE: TypeAdapter[RunUsage] = TypeAdapter(RunUsage)
 _DEFERRED: TypeAdapter[DeferredToolRequests] = TypeAdapter(DeferredToolRequests)

@@ -26,8 +26,15 @@ Nothing here does I/O.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
+
+from memstore.core.carried_items import (
+    FILE_REFERENCE_TOKENS,
+    IMAGE_TOKENS,
+    MEDIA_CHARS_PER_TOKEN,
+)
 
 #: Base64 holds 3 bytes in every 4 characters (less its ``=`` padding): a media part's size,
 #: shown without decoding it.
@@ -110,3 +117,30 @@ def message_text(message: Mapping[str, Any]) -> str:
 def message_role(message: Mapping[str, Any]) -> str:
     """``request`` (what the model was sent) or ``response`` (what it answered)."""
     return str(message.get("kind", "?"))
+
+
+def _media_cost(item: Mapping[str, Any]) -> int:
+    kind = str(item.get("kind", ""))
+    media_type = str(item.get("media_type", ""))
+    if kind == "image-url" or (kind == "binary" and media_type.startswith("image/")):
+        return IMAGE_TOKENS
+    if kind == "binary":
+        return math.ceil(len(str(item.get("data", ""))) / MEDIA_CHARS_PER_TOKEN)
+    if kind.endswith("-url") or kind == "uploaded-file":
+        return FILE_REFERENCE_TOKENS
+    return 0
+
+
+def media_tokens(message: Mapping[str, Any]) -> int:
+    """Tokens a message's media cost beyond its lines, counted as memstore counts a Responses
+    item's (:mod:`memstore.core.carried_items`): an image its most, inline data by its size,
+    a file by reference a page."""
+    total = 0
+    for part in message.get("parts") or ():
+        if not isinstance(part, Mapping):
+            continue
+        content = part.get("content")
+        for item in content if isinstance(content, list) else [content]:
+            if isinstance(item, Mapping):
+                total += _media_cost(item)
+    return total

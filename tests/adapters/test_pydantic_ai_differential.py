@@ -10,6 +10,7 @@ prompt, and a ``FunctionModel`` behind a history processor that trims what the m
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
@@ -34,7 +35,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 from pydantic_ai_twins import Side, Twins, twins_on
 
-from memstore import MemoryStore
+from memstore import MemoryItem, MemoryLimits, MemoryStore, WordEstimator
+from memstore.pydantic_ai import MemstoreHistory
 
 #: Calls every tool (TestModel's way), so a turn is prompt, calls, returns, answer.
 TOOLS = Agent(TestModel(), output_type=[str, DeferredToolRequests])
@@ -385,3 +387,43 @@ async def test_titles_and_metadata(twins: Twins) -> None:
     assert missing[0] == "raised"
     other_scope = await twins.both(lambda side: side.store.update("chat", title="x", scope="s"))
     assert other_scope[0] == "raised"
+
+
+async def fold(previous: str | None, items: Sequence[MemoryItem]) -> str:
+    """A deterministic summarizer: what it folded, by position."""
+    return f"{previous or 'Earlier'}; then {len(items)} more units"
+
+
+#: memstore's own processor: it compacts, and puts its summary in the history.
+COMPACTING = Agent(
+    FunctionModel(call_tools),
+    output_type=[str, DeferredToolRequests],
+    capabilities=[
+        ProcessHistory(
+            MemstoreHistory(
+                limits=MemoryLimits(hard=100, target=70, keep_recent=2),
+                estimator=WordEstimator(),
+                summarizer=fold,
+            )
+        )
+    ],
+)
+
+
+@COMPACTING.tool_plain
+def shipping(order: int) -> str:
+    """When an order ships."""
+    return f"order {order} ships on Tuesday from the warehouse in Rotterdam by sea freight"
+
+
+async def test_saves_keep_memstore_history_summaries_as_pydantic_ai_does(twins: Twins) -> None:
+    for turn in range(6):
+        prompt = f"when does order {turn} ship, and by which route?"
+        await twins.both(partial(turn_on, prompt=prompt))
+    loaded = await twins.both(load("chat"))
+    kinds = [part["part_kind"] for message in loaded["messages"] for part in message["parts"]]
+    assert kinds.count("compaction") >= 2 and kinds.count("user-prompt") == 6
+
+
+async def turn_on(side: Side, prompt: str) -> Any:
+    return await turn(side, "chat", prompt, agent=COMPACTING)
