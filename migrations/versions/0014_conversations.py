@@ -46,9 +46,7 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("id", name="pk_conversation_entries"),
     )
-    op.create_index(
-        "ix_conversation_entries_parent_id", "conversation_entries", ["parent_id"]
-    )
+    op.create_index("ix_conversation_entries_parent_id", "conversation_entries", ["parent_id"])
     op.create_table(
         "conversations",
         sa.Column("key", sa.Text, nullable=False),
@@ -93,9 +91,7 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("conversation", "position", name="pk_conversation_branches"),
     )
-    op.create_index(
-        "ix_conversation_branches_entry_id", "conversation_branches", ["entry_id"]
-    )
+    op.create_index("ix_conversation_branches_entry_id", "conversation_branches", ["entry_id"])
 
 
 def downgrade() -> None:
