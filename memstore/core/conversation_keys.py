@@ -166,3 +166,36 @@ class StoredConversation:
     metadata: str | None = None
     branches: tuple[str, ...] = ()
     format_version: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationHit:
+    """One stored message that matched a search of conversations.
+
+    Attributes:
+        entry_id: The entry (its id, as pydantic-ai minted it).
+        conversation_ids: The conversations whose history or left branches hold it (forks
+            share entries), sorted.
+        text: The message's plain text.
+        snippet: A short extract, matched words in ``[`` ``]``.
+        score: Higher is better; orders the hits of one search.
+        created_at: When it was stored.
+    """
+
+    entry_id: str
+    conversation_ids: tuple[str, ...]
+    text: str
+    snippet: str
+    score: float
+    created_at: datetime
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict."""
+        return {
+            "entry_id": self.entry_id,
+            "conversation_ids": list(self.conversation_ids),
+            "score": self.score,
+            "snippet": self.snippet,
+            "text": self.text,
+            "created_at": self.created_at.isoformat(),
+        }

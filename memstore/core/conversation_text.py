@@ -12,7 +12,7 @@ part                   line
 user-prompt            ``user: TEXT`` (media: ``[binary image/png, 1.2 KiB]``, ``[image-url URL]``)
 system-prompt          ``system: TEXT``
 tool-return            ``tool NAME: CONTENT`` (JSON when not text)
-retry-prompt           ``retry NAME: CONTENT``
+retry-prompt           ``retry NAME: CONTENT`` (``retry: CONTENT`` for no tool's)
 text                   ``assistant: TEXT``
 tool-call              ``call NAME(ARGS)`` (also a provider's built-in tool calls)
 thinking               ``thinking: TEXT``
@@ -90,8 +90,8 @@ def part_text(part: Mapping[str, Any]) -> str:
         return f"system: {_json(content)}"
     if kind in ("tool-return", "builtin-tool-return"):
         return f"tool {name}: {_content(content)}"
-    if kind == "retry-prompt":
-        return f"retry {name}: {_json(content)}"
+    if kind in ("retry-prompt", "retry-feedback"):
+        return f"retry {name}: {_json(content)}" if name else f"retry: {_json(content)}"
     if kind == "text":
         return f"assistant: {_json(content)}"
     if kind in ("tool-call", "builtin-tool-call"):

@@ -86,6 +86,7 @@ def message_units(messages: Sequence[Mapping[str, Any]]) -> list[MessageUnit]:
             and message.get("kind") == "request"
             and bool(_kinds(message) & ANSWERS)
             and messages[index - 1].get("kind") == "response"
+            and bool(_kinds(messages[index - 1]) & CALLS)
         )
         if not joins:
             bounds.append(index)

@@ -17,12 +17,17 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from memstore.core.conversation_keys import StoredConversation, StoredEntry, key_of
+from memstore.core.conversation_keys import (
+    ConversationHit,
+    StoredConversation,
+    StoredEntry,
+    key_of,
+)
 from memstore.core.conversation_text import message_text
 from memstore.core.validation import check_storable
-from memstore.db import conversation_reads, conversation_tree
+from memstore.db import conversation_reads, conversation_search, conversation_tree
 from memstore.db.engine import Database
-from memstore.errors import ValidationError
+from memstore.errors import ConversationConflictError, ValidationError
 
 #: The record fields ``write_details`` may set or expect (pydantic-ai's ``ConversationDetails``).
 DETAIL_FIELDS = ("title", "metadata")
@@ -214,6 +219,20 @@ class Conversations:
         key_of(expected_revision, "expected_revision")
         return await conversation_tree.delete_record(self._db, conversation_id, expected_revision)
 
+    async def delete(self, conversation_id: str) -> int | None:
+        """Delete the conversation at whatever revision it is (an operator's erasure), and
+        every entry no other record reaches.
+
+        Returns:
+            How many entries were deleted with it; ``None`` when it is not stored.
+        """
+        while (record := await self.read_record(conversation_id)) is not None:
+            try:
+                return await self.delete_record(conversation_id, expected_revision=record.revision)
+            except ConversationConflictError:
+                continue  # saved since it was read: delete that revision
+        return None
+
     async def read_entry(self, entry_id: str) -> StoredEntry | None:
         """The entry ``entry_id``, or ``None`` if none is stored."""
         key_of(entry_id, "entry_id")
@@ -237,3 +256,29 @@ class Conversations:
         key_of(head_id, "head_id")
         history = await conversation_reads.read_history(self._db, head_id, chosen)
         return history or None
+
+    async def search(
+        self, query: str, *, scope: str | None = None, limit: int = 10
+    ) -> list[ConversationHit]:
+        """Search every stored message (in histories and the branches they left).
+
+        Args:
+            query: Words to look for (text, not syntax: any character is safe).
+            scope: Only the conversations saved with this scope.
+            limit: Hits to return at most (1-1,000), best first.
+
+        Returns:
+            The matching entries, each naming the conversations that hold it.
+
+        Raises:
+            ValidationError: a bad query, scope or limit.
+        """
+        from memstore.core.search_terms import search_terms, validate_limit
+
+        terms = search_terms(query)
+        chosen = validate_limit(limit)
+        if scope is not None:
+            key_of(scope, "scope")
+        if not terms:
+            return []
+        return await conversation_search.search(self._db, terms, scope, chosen)

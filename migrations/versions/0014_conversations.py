@@ -10,7 +10,11 @@ conversation naming its newest entry, and the branches each record left.
   the heads are what keeps entries from being collected.
 
 Keys are text: pydantic-ai's ids and scopes are free-form (memstore.core.conversation_keys).
-New tables only: nothing existing is touched.
+
+The entries' plain text is searchable, indexed as migration 0008 indexes summaries: on SQLite
+an FTS5 table with external content (``conversation_entries_fts``) kept by triggers, on
+PostgreSQL a GIN index over ``to_tsvector('english', text)``. New tables only: nothing
+existing is touched.
 
 Revision ID: 0014
 Revises: 0012
@@ -27,6 +31,10 @@ branch_labels = None
 depends_on = None
 
 UTC = sa.DateTime(timezone=True)
+#: The tokenizer of migration 0008's indexes: a query is split the same way for every source.
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+FTS = "conversation_entries_fts"
+PG_INDEX = "ix_conversation_entries_search"
 
 
 def upgrade() -> None:
@@ -92,9 +100,37 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("conversation", "position", name="pk_conversation_branches"),
     )
     op.create_index("ix_conversation_branches_entry_id", "conversation_branches", ["entry_id"])
+    if op.get_bind().dialect.name == "sqlite":
+        _create_fts()
+    else:
+        op.execute(
+            f"CREATE INDEX {PG_INDEX} ON conversation_entries "
+            "USING gin (to_tsvector('english'::regconfig, text))"
+        )
+
+
+def _create_fts() -> None:
+    op.execute(
+        f"CREATE VIRTUAL TABLE {FTS} USING fts5(text, content='conversation_entries', "
+        f"content_rowid='rowid', tokenize='{TOKENIZER}')"
+    )
+    # External content: FTS5 is told every change, with the old text for a delete (it removes
+    # exactly the tokens it indexed). Entries are never updated, but an update would be told.
+    insert = f"INSERT INTO {FTS}(rowid, text) VALUES (new.rowid, new.text);"
+    delete = f"INSERT INTO {FTS}({FTS}, rowid, text) VALUES ('delete', old.rowid, old.text);"
+    table = "conversation_entries"
+    op.execute(f"CREATE TRIGGER {FTS}_insert AFTER INSERT ON {table} BEGIN {insert} END")
+    op.execute(f"CREATE TRIGGER {FTS}_delete AFTER DELETE ON {table} BEGIN {delete} END")
+    op.execute(
+        f"CREATE TRIGGER {FTS}_update AFTER UPDATE OF text ON {table} BEGIN {delete} {insert} END"
+    )
 
 
 def downgrade() -> None:
+    if op.get_bind().dialect.name == "sqlite":
+        for event in ("insert", "delete", "update"):
+            op.execute(f"DROP TRIGGER {FTS}_{event}")
+        op.execute(f"DROP TABLE {FTS}")  # its shadow tables go with it
     op.drop_table("conversation_branches")
     op.drop_table("conversations")
     op.drop_table("conversation_entries")
