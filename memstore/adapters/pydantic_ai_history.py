@@ -22,7 +22,8 @@ larger than the target (the one case where more than the hard limit is sent).
 **The summary is a message of the conversation.** It opens the compacted history as a
 ``CompactionPart`` in a request (marked as memstore's in its ``metadata``, with what the
 compaction did), after the system prompt the history opened with. pydantic-ai keeps such a
-message in the run's conversation, right after the messages it replaced, so a conversation
+message in the run's conversation, right after the messages it replaced (2.78 does; 2.68's
+run keeps only the trimmed history, so there the next run summarizes afresh), so a conversation
 store saves it with the run: the stored conversation keeps every message and gains the
 summaries, and never loses one. The next request, in this run or another process's, starts
 from the newest memstore summary in the history: it sends that summary and what follows it,

@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic_ai import Agent
+from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.conversation import Conversation
 from pydantic_ai.conversation_store import (
     ConversationEntry,
@@ -24,7 +26,13 @@ from pydantic_ai.conversation_store import (
     ConversationStore,
     InMemoryConversationStore,
 )
-from pydantic_ai.messages import ModelMessagesTypeAdapter
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    UserPromptPart,
+)
+from pydantic_ai.models.test import TestModel
 from pydantic_core import to_jsonable_python
 
 from memstore import MemoryStore
@@ -128,3 +136,18 @@ def twins_on(store: MemoryStore) -> Twins:
             Side("memstore", MemstoreConversationStore(store)),
         )
     )
+
+
+def keeps_added_messages() -> bool:
+    """Whether this pydantic-ai's run keeps in its conversation both the messages a capability
+    dropped from the history and the one it added (2.78 does, so a memstore summary is saved
+    with the run; 2.68's conversation is the trimmed history, and a store gets no summary)."""
+    added = ModelRequest(parts=[UserPromptPart("added by a capability")])
+
+    def replace_old(history: list[ModelMessage]) -> list[ModelMessage]:
+        return [added, *history[-1:]] if len(history) > 2 else history
+
+    agent = Agent(TestModel(), capabilities=[ProcessHistory(replace_old)])
+    first = agent.run_sync("first")
+    kept = agent.run_sync("second", conversation=first.conversation).conversation.messages
+    return added in kept and first.all_messages()[0] in kept

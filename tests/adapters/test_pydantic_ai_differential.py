@@ -33,7 +33,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
-from pydantic_ai_twins import Side, Twins, twins_on
+from pydantic_ai_twins import Side, Twins, keeps_added_messages, twins_on
 
 from memstore import MemoryItem, MemoryLimits, MemoryStore, WordEstimator
 from memstore.pydantic_ai import MemstoreHistory
@@ -394,6 +394,8 @@ async def fold(previous: str | None, items: Sequence[MemoryItem]) -> str:
     return f"{previous or 'Earlier'}; then {len(items)} more units"
 
 
+#: Whether a run's conversation keeps a message a capability added (pydantic_ai_twins.py).
+KEEPS_SUMMARIES = keeps_added_messages()
 #: memstore's own processor: it compacts, and puts its summary in the history.
 COMPACTING = Agent(
     FunctionModel(call_tools),
@@ -422,7 +424,9 @@ async def test_saves_keep_memstore_history_summaries_as_pydantic_ai_does(twins: 
         await twins.both(partial(turn_on, prompt=prompt))
     loaded = await twins.both(load("chat"))
     kinds = [part["part_kind"] for message in loaded["messages"] for part in message["parts"]]
-    assert kinds.count("compaction") >= 2 and kinds.count("user-prompt") == 6
+    assert kinds.count("user-prompt") == 6
+    # pydantic-ai 2.78 keeps the summaries in the run's conversation, 2.68 does not.
+    assert kinds.count("compaction") >= 2 if KEEPS_SUMMARIES else "compaction" not in kinds
 
 
 async def turn_on(side: Side, prompt: str) -> Any:
