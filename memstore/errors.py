@@ -22,7 +22,8 @@ so that programs never parse messages. Builtin bases are added where they help c
     │   ├── EstimatorMismatchError            session counted by another estimator
     │   ├── VersionConflictError              long-term entry at another version
     │   ├── SessionExistsError                a fork's new session id is taken
-    │   └── ForkedHistoryError                purge refused: forks hold copies of the history
+    │   ├── ForkedHistoryError                purge refused: forks hold copies of the history
+    │   └── ConversationConflictError         a stored conversation changed since it was read
     ├── ModelError                            the model side failed (agent, chat, summaries)
     │   ├── ModelCallError                    HTTP error, timeout, unreachable or malformed reply
     │   └── ToolLoopError                     the model kept calling tools past the round limit
@@ -251,6 +252,21 @@ class ForkedHistoryError(ConflictError):
         self.session_id = session_id
         self.forks = forks
         self.field = "with_forks"
+
+
+class ConversationConflictError(ConflictError):
+    """A stored conversation (pydantic-ai's conversation store) was saved, deleted or created
+    since it was read, or a write names an entry stored nowhere; nothing was written.
+
+    Attributes:
+        conversation_id: The conversation.
+        reason: What was found instead of what the write expected.
+    """
+
+    def __init__(self, conversation_id: str, reason: str) -> None:
+        super().__init__(f"conversation {conversation_id[:80]!r}: {reason}")
+        self.conversation_id = conversation_id
+        self.reason = reason
 
 
 class ModelError(MemstoreError):

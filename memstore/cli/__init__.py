@@ -27,6 +27,7 @@ COMMANDS = {
     "check": "memstore.cli.check:check",
     "compact": "memstore.cli.write:compact_session",
     "consolidate": "memstore.cli.consolidate:consolidate_session",
+    "conversations": "memstore.cli.conversations:conversations_group",
     "db": "memstore.cli.db:db_group",
     "demo": "memstore.cli.demo:demo",
     "export": "memstore.cli.transfer:export_session",
@@ -81,6 +82,7 @@ SUMMARIES = {
     "compact": "Compact SESSION now: drop noise, summarize unprotected items, enforce the target.",
     "consolidate": "Distil what SESSION said into long-term entries of its scope (--dry-run: "
     "preview).",
+    "conversations": "pydantic-ai conversations stored here: list, show, search, delete.",
     "db": "The database schema (Alembic revisions).",
     "demo": "Run a scripted incident investigation offline and watch memory compact.",
     "export": "Write every item, summary and report of SESSION as JSON Lines.",

@@ -54,12 +54,16 @@ FTS_TABLES = {
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 #: FTS5 keeps each index in shadow tables named after it.
 _SHADOWS = ("_data", "_idx", "_docsize", "_config", "_content")
+#: The FTS5 table of conversation entries (migration 0014; memstore.db.conversation_search).
+CONVERSATION_FTS = "conversation_entries_fts"
 #: Everything the search index adds to a SQLite schema (for Alembic's comparisons).
 INDEX_TABLES = frozenset(
     [
         *FTS_TABLES,
         *(name + suffix for name in FTS_TABLES for suffix in _SHADOWS),
         search_index.WATERMARK_TABLE,
+        CONVERSATION_FTS,
+        *(CONVERSATION_FTS + suffix for suffix in _SHADOWS),
     ]
 )
 
@@ -71,7 +75,12 @@ def modelled(name: str | None, type_: str, parent_names: Any) -> bool:
 
 
 #: The PostgreSQL expression indexes.
-POSTGRES_INDEXES = ("ix_items_search", "ix_summaries_search", "ix_ltm_entries_search")
+POSTGRES_INDEXES = (
+    "ix_items_search",
+    "ix_summaries_search",
+    "ix_ltm_entries_search",
+    "ix_conversation_entries_search",  # migration 0014
+)
 #: Must be the configuration migration 0008 indexed with: the planner uses an expression
 #: index only for the very same expression.
 PG_CONFIG = "'english'::regconfig"

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from memstore.db.engine import AsyncEngine
     from memstore.db.lease import LeaseHolder
     from memstore.memory.consolidation import Extractor
+    from memstore.memory.conversations import Conversations
     from memstore.memory.long_term import LongTermMemory
     from memstore.memory.session import SessionMemory
 
@@ -59,6 +60,13 @@ class MemoryStore(HistoryActions):
         from memstore.memory.long_term import LongTermMemory
 
         return LongTermMemory(self._db, self.settings)
+
+    @functools.cached_property
+    def conversations(self) -> Conversations:
+        """pydantic-ai conversations stored here (:mod:`memstore.memory.conversations`)."""
+        from memstore.memory.conversations import Conversations
+
+        return Conversations(self._db)
 
     @staticmethod
     def open(

@@ -46,6 +46,9 @@ TABLES = {
     "consolidations",
     "consolidated_items",
     "consolidated_facts",
+    "conversations",
+    "conversation_entries",
+    "conversation_branches",
 }
 
 
