@@ -17,6 +17,7 @@ from memstore.version import __version__
 if TYPE_CHECKING:
     from memstore.config import Settings
     from memstore.core.consolidation_report import ConsolidationReport
+    from memstore.core.embedder import Embedder
     from memstore.core.records import CompactionReport, SessionHistory, SessionInfo
     from memstore.core.search_terms import SearchHit
     from memstore.core.summarizers import ExtractiveSummarizer
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
         ConnectionFailedError,
         CorruptDatabaseError,
         DatabaseMissingError,
+        EmbedderMismatchError,
+        EmbeddingError,
         EntryNotFoundError,
         EstimatorMismatchError,
         ForkedHistoryError,
@@ -58,6 +61,7 @@ if TYPE_CHECKING:
     from memstore.memory.long_term import LongTermChange, LongTermEntry, LongTermMemory
     from memstore.memory.session import SessionMemory
     from memstore.memory.store import MemoryStore
+    from memstore.model_side.embedders import OpenAIEmbedder, WordLlamaEmbedder
     from memstore.model_side.openai_summarizer import OpenAISummarizer
 
 _EXPORTS = {
@@ -70,6 +74,9 @@ _EXPORTS = {
     "ConnectionFailedError": "memstore.errors",
     "CorruptDatabaseError": "memstore.errors",
     "DatabaseMissingError": "memstore.errors",
+    "Embedder": "memstore.core.embedder",
+    "EmbedderMismatchError": "memstore.errors",
+    "EmbeddingError": "memstore.errors",
     "EntryNotFoundError": "memstore.errors",
     "EstimatorMismatchError": "memstore.errors",
     "ExtractiveSummarizer": "memstore.core.summarizers",
@@ -93,6 +100,7 @@ _EXPORTS = {
     "ModelError": "memstore.errors",
     "NotADatabaseError": "memstore.errors",
     "NotFoundError": "memstore.errors",
+    "OpenAIEmbedder": "memstore.model_side.embedders",
     "OpenAISummarizer": "memstore.model_side.openai_summarizer",
     "Priority": "memstore.core.values",
     "ReadOnlyDatabaseError": "memstore.errors",
@@ -114,6 +122,7 @@ _EXPORTS = {
     "ValidationError": "memstore.errors",
     "VersionConflictError": "memstore.errors",
     "WordEstimator": "memstore.core.tokens",
+    "WordLlamaEmbedder": "memstore.model_side.embedders",
 }
 
 
@@ -142,6 +151,9 @@ __all__ = [
     "ConsolidationReport",
     "CorruptDatabaseError",
     "DatabaseMissingError",
+    "Embedder",
+    "EmbedderMismatchError",
+    "EmbeddingError",
     "EntryNotFoundError",
     "EstimatorMismatchError",
     "ExtractiveSummarizer",
@@ -165,6 +177,7 @@ __all__ = [
     "ModelError",
     "NotADatabaseError",
     "NotFoundError",
+    "OpenAIEmbedder",
     "OpenAISummarizer",
     "Priority",
     "ReadOnlyDatabaseError",
@@ -186,5 +199,6 @@ __all__ = [
     "ValidationError",
     "VersionConflictError",
     "WordEstimator",
+    "WordLlamaEmbedder",
     "__version__",
 ]

@@ -46,6 +46,9 @@ TABLES = {
     "consolidations",
     "consolidated_items",
     "consolidated_facts",
+    "embedders",
+    "item_vectors",
+    "entry_vectors",
 }
 
 
