@@ -5,11 +5,11 @@ its dimensions; a new embedder re-embeds lazily; closing the store stops the wor
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
+from concept_embedder import ConceptEmbedder
 
 from memstore import (
     EmbedderMismatchError,
@@ -20,9 +20,6 @@ from memstore import (
     WordEstimator,
 )
 from memstore.memory import embedding
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from concept_embedder import ConceptEmbedder  # noqa: E402
 
 NEVER = MemoryLimits(hard=10_000, target=9_000, keep_recent=2)
 SMALL = MemoryLimits(hard=60, target=40, keep_recent=2)

@@ -3,17 +3,14 @@ query ranks, on both backends (with a small deterministic embedder: tests/concep
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from concept_embedder import ConceptEmbedder
 
 from memstore import MemoryLimits, MemoryStore, SessionMemory, WordEstimator
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from concept_embedder import ConceptEmbedder  # noqa: E402
 
 ROOMY = MemoryLimits(hard=400, target=300, keep_recent=2)
 ANSWER = "We bought a blue sedan last week and it is lovely."
