@@ -31,17 +31,17 @@ def check(ctx: click.Context, session_id: str | None, as_json: bool) -> None:
         ctx, lambda store: _check(store, session_id), read_only=True
     )
     if as_json:
-        print_json(
-            {
-                "ok": not violations,
-                "violations": [
-                    {"session_id": v.session_id, "rule": v.rule, "detail": v.detail}
-                    for v in violations
-                ],
-                "index_lag": lag,
-                "embeddings": [asdict(status) for status in vectors],
-            }
-        )
+        report: dict[str, object] = {
+            "ok": not violations,
+            "violations": [
+                {"session_id": v.session_id, "rule": v.rule, "detail": v.detail}
+                for v in violations
+            ],
+            "index_lag": lag,
+        }
+        if vectors:  # a store that never had an embedder reports as it always did
+            report["embeddings"] = [asdict(status) for status in vectors]
+        print_json(report)
     else:
         for violation in violations:
             click.echo(str(violation))
