@@ -153,7 +153,7 @@ class MemstoreGroup(click.Group):
 )
 @click.option(
     "--embedder",
-    metavar="SPEC",
+    metavar="EMBEDDER",
     envvar="MEMSTORE_EMBEDDER",
     default=None,
     help="Also search by meaning: 'offline' (WordLlama) or 'openai:MODEL' ($MEMSTORE_EMBEDDER).",

@@ -34,8 +34,7 @@ def check(ctx: click.Context, session_id: str | None, as_json: bool) -> None:
         report: dict[str, object] = {
             "ok": not violations,
             "violations": [
-                {"session_id": v.session_id, "rule": v.rule, "detail": v.detail}
-                for v in violations
+                {"session_id": v.session_id, "rule": v.rule, "detail": v.detail} for v in violations
             ],
             "index_lag": lag,
         }

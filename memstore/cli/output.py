@@ -106,7 +106,7 @@ def embedder_option(func: F) -> F:
     """Add ``--embedder`` to a command too (it overrides the group's)."""
     return click.option(
         "--embedder",
-        metavar="SPEC",
+        metavar="EMBEDDER",
         default=None,
         expose_value=False,
         callback=_remember_embedder,

@@ -29,6 +29,8 @@ T = TypeVar("T")
 #: RRF's constant: the value of the paper that introduced it (Cormack, Clarke and Büttcher,
 #: 2009), which the benchmarks/semantic.py figures did not improve on (docs/recall.md).
 RRF_K = 60
+#: How much deeper than the hits wanted each ranking is read before fusing.
+FUSION_DEPTH = 3
 _OLDEST = datetime.min.isoformat()
 
 
@@ -84,9 +86,10 @@ def hit_recency(hit: SearchHit) -> str:
 
 
 def fuse_hits(
-    lexical: Sequence[SearchHit], semantic: Sequence[SearchHit], k: int = RRF_K
+    lexical: Sequence[SearchHit], semantic: Sequence[SearchHit], k: int | None = None
 ) -> list[SearchHit]:
-    """The word and meaning rankings of one search fused (:func:`reciprocal_rank_fusion`),
-    each hit's ``score`` its fused score; a hit both found keeps its word snippet."""
-    fused = reciprocal_rank_fusion((lexical, semantic), hit_key, hit_recency, k)
+    """The word and meaning rankings of one search fused (:func:`reciprocal_rank_fusion`,
+    ``k`` :data:`RRF_K` by default), each hit's ``score`` its fused score; a hit both found
+    keeps its word snippet."""
+    fused = reciprocal_rank_fusion((lexical, semantic), hit_key, hit_recency, k or RRF_K)
     return [replace(hit, score=score) for hit, score in fused]

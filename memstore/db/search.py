@@ -249,16 +249,18 @@ def _hybrid_rows(
 ) -> list[SearchHit]:
     """The word ranking, the meaning ranking, or both fused (:mod:`memstore.core.fusion`)."""
     by_words = semantic is None or semantic.lexical
-    lexical = _ranked_rows(conn, terms, scope, limit, now) if terms and by_words else []
     if semantic is None:
-        return lexical
-    from memstore.core.fusion import fuse_hits
+        return _ranked_rows(conn, terms, scope, limit, now) if terms else []
+    from memstore.core.fusion import FUSION_DEPTH, fuse_hits
     from memstore.db.vector_search import semantic_rows
 
-    by_meaning = semantic_rows(conn, semantic, scope, limit, now)
     if not by_words:
-        return by_meaning
-    return fuse_hits(lexical, by_meaning)[:limit]
+        return semantic_rows(conn, semantic, scope, limit, now)
+    # Each ranking is read deeper than the hits wanted: a row both place 15th can beat one
+    # that only one of them places 5th.
+    depth = limit * FUSION_DEPTH
+    lexical = _ranked_rows(conn, terms, scope, depth, now) if terms else []
+    return fuse_hits(lexical, semantic_rows(conn, semantic, scope, depth, now))[:limit]
 
 
 def _ranked_rows(

@@ -20,7 +20,6 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 import numpy as np
 from sqlalchemy import Connection, and_, func, or_, select
@@ -30,8 +29,8 @@ from memstore.db.reads import ITEM_COLUMNS, row_to_item
 from memstore.db.tables import entry_vectors, item_vectors, items, ltm_entries
 from memstore.db.vectors import entry_text, generation
 
-#: Candidates fetched per hit wanted, at first: more are ranked only when the scope's filter
-#: (what left working memory, a fork's copies) turned too many of them away.
+#: Candidates fetched per hit wanted when only what left working memory counts, and how much
+#: wider the net grows each time the filter turned too many of them away.
 OVERFETCH = 4
 _ENTRY_COLUMNS = (
     ltm_entries.c.scope, ltm_entries.c.key, ltm_entries.c.value, ltm_entries.c.version,
@@ -58,6 +57,7 @@ class VectorCache:
         self.embedder, self.dimensions = embedder, dimensions
         self._lock = threading.Lock()
         self._generation = -1
+        self._rows = -1
         self._clear()
 
     def _clear(self) -> None:
@@ -70,26 +70,42 @@ class VectorCache:
     def __len__(self) -> int:
         return len(self._ids)
 
+    @property
+    def rows(self) -> int:
+        """The embedder's rows (vectors and failures) at the last refresh (-1: none yet)."""
+        return self._rows
+
     def refresh(self, conn: Connection) -> None:
-        """Bring the cache up to what ``conn``'s transaction sees (one or two small reads
-        when nothing changed)."""
+        """Bring the cache up to what ``conn``'s transaction sees.
+
+        Unchanged (the common case) costs two index reads: the generation, and the number of
+        the embedder's rows. A new generation loads the rows written since; fewer rows than
+        before without one (a prune or a purge deleted items) loads everything again.
+        """
         current = generation(conn, self.embedder)
-        stored = conn.execute(
+        rows = conn.execute(
             select(func.count())
             .select_from(item_vectors)
-            .where(item_vectors.c.embedder == self.embedder, item_vectors.c.vector.is_not(None))
+            .where(item_vectors.c.embedder == self.embedder)
         ).scalar_one()
         with self._lock:
-            if current == self._generation and stored == len(self._ids):
+            if current == self._generation and rows == self._rows:
                 return
-            if current < self._generation or stored < len(self._ids):
-                self._clear()  # rows were deleted (prune, purge): load them all again
+            if current < self._generation:  # another database behind the same URL
+                self._clear()
                 self._generation = -1
             self._load(conn, self._generation)
-            if stored != len(self._ids):  # deletions and writes since: start over
+            # Counting the vectors themselves reads every row (the failed ones have none), so
+            # it is done only when something changed: deletions show as fewer of them.
+            vectors = conn.execute(
+                select(func.count())
+                .select_from(item_vectors)
+                .where(item_vectors.c.embedder == self.embedder, item_vectors.c.vector.is_not(None))
+            ).scalar_one()
+            if vectors != len(self._ids):
                 self._clear()
                 self._load(conn, -1)
-            self._generation = current
+            self._generation, self._rows = current, rows
 
     def _load(self, conn: Connection, after: int) -> None:
         query = (
@@ -119,18 +135,26 @@ class VectorCache:
             self._row[row.item_id] = start + offset
             self._ids.append(row.item_id)
 
-    def rank(self, query: np.ndarray, sessions: tuple[str, ...] | None) -> tuple[list[str], Any]:
-        """Every cached item of ``sessions`` (``None``: all), best first: ids and scores."""
+    def top(
+        self, query: np.ndarray, sessions: tuple[str, ...] | None, count: int
+    ) -> tuple[list[str], np.ndarray, int]:
+        """The ``count`` best cached items of ``sessions`` (``None``: all): their ids and
+        scores, best first, and how many items the sessions have in the cache."""
         with self._lock:
             matrix, codes, ids = self._matrix, self._sessions, self._ids
             wanted = None if sessions is None else [self._codes.get(s, -1) for s in sessions]
-        if wanted is None:
-            positions = np.arange(len(matrix))
-        else:
-            positions = np.flatnonzero(np.isin(codes, wanted))
-        scores = matrix[positions] @ query
-        order = np.argsort(-scores, kind="stable")
-        return [ids[i] for i in positions[order]], scores[order]
+        # One product over every row (no copy of the matrix), the other sessions' rows then
+        # pushed to the bottom: cheaper than gathering the rows of the scope first.
+        scores = matrix @ query
+        if wanted is not None:
+            scores[~np.isin(codes, wanted)] = -np.inf
+        total = len(scores) if wanted is None else int(np.isfinite(scores).sum())
+        count = min(count, total)
+        if count == 0:
+            return [], scores[:0], total
+        best = np.argpartition(-scores, count - 1)[:count]
+        best = best[np.argsort(-scores[best], kind="stable")]
+        return [ids[i] for i in best], scores[best], total
 
 
 @dataclass(frozen=True)
@@ -170,21 +194,22 @@ def _item_rows(
     conn: Connection, query: SemanticQuery, scope: SearchScope, limit: int
 ) -> list[SearchHit]:
     query.cache.refresh(conn)
-    ids, scores = query.cache.rank(query.vector, scope.sessions)
-    fetch = limit * OVERFETCH
+    # Every cached row of the scope's sessions passes when active rows count too (a deleted
+    # one aside); only what left working memory needs a wider net.
+    fetch = limit if scope.include_active else limit * OVERFETCH
     while True:
-        chosen = ids[:fetch]
+        chosen, scores, total = query.cache.top(query.vector, scope.sessions, fetch)
         if not chosen:
             return []
         where = [items.c.id.in_(chosen)]
         if not scope.include_active:
             where.append(items.c.fate.is_not(None))
         found = {row.id: row for row in conn.execute(select(*ITEM_COLUMNS).where(*where))}
-        if len(found) >= limit or fetch >= len(ids):
+        if len(found) >= limit or fetch >= total:
             break
         fetch *= OVERFETCH
     out = []
-    for item_id, score in zip(chosen, scores[: len(chosen)], strict=True):
+    for item_id, score in zip(chosen, scores, strict=True):
         row = found.get(item_id)
         if row is not None:
             item = row_to_item(row)

@@ -179,17 +179,24 @@ def pending_entries(
 
 
 def untried_in_scope(
-    conn: Connection, name: str, scope: SearchScope, now: datetime, limit: int
+    conn: Connection,
+    name: str,
+    scope: SearchScope,
+    now: datetime,
+    limit: int,
+    known_rows: int = -1,
 ) -> tuple[list[PendingText], bool]:
     """What a search of ``scope`` would miss because it was never embedded (a read): at most
     ``limit`` rows, and whether more remain.
 
-    A scope whose items all have a row of ``name`` is found with two counts, not a scan:
-    every vector row belongs to an existing item (a foreign key), so equal counts mean none
-    is missing. That keeps the common case, everything embedded, cheap on a large store.
+    A store whose items all have a row of ``name`` is found with counts, not a scan: every
+    vector row belongs to an existing item (a foreign key), so as many rows as items means
+    none is missing. ``known_rows``, the rows a cache counted at its last refresh, saves
+    counting them again (a store that deleted embedded items and added as many new ones
+    since then finds the new ones by their words until the background embeds them).
     """
     found: list[PendingText] = []
-    if scope.sessions != () and _items_untried(conn, name, scope):
+    if scope.sessions != () and _items_untried(conn, name, known_rows):
         found += pending_items(conn, name, limit=limit + 1, scope=scope, untried_only=True)
     if scope.scopes != () and len(found) <= limit:
         found += pending_entries(
@@ -198,13 +205,14 @@ def untried_in_scope(
     return found[:limit], len(found) > limit
 
 
-def _items_untried(conn: Connection, name: str, scope: SearchScope) -> bool:
-    where = _item_filter(scope)
-    total = conn.execute(select(func.count()).select_from(items).where(*where)).scalar_one()
-    tried = select(func.count()).select_from(item_vectors).where(item_vectors.c.embedder == name)
-    if where:
-        tried = tried.join(items, items.c.id == item_vectors.c.item_id).where(*where)
-    return int(total) > int(conn.execute(tried).scalar_one())
+def _items_untried(conn: Connection, name: str, known_rows: int) -> bool:
+    """Whether some item may have no row of ``name`` (then the scope's anti-join,
+    :func:`pending_items`, answers which)."""
+    total = int(conn.execute(select(func.count()).select_from(items)).scalar_one())
+    if known_rows < 0:
+        tried = select(func.count()).select_from(item_vectors)
+        known_rows = int(conn.execute(tried.where(item_vectors.c.embedder == name)).scalar_one())
+    return total > known_rows
 
 
 # -- writing ----------------------------------------------------------------------------------

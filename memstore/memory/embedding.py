@@ -167,7 +167,7 @@ class EmbeddingService:
             missing, more = await self._db.run_read(
                 partial(
                     vectors_db.untried_in_scope, name=self.name, scope=scope,
-                    now=reads.utcnow(), limit=SEARCH_EMBED_LIMIT,
+                    now=reads.utcnow(), limit=SEARCH_EMBED_LIMIT, known_rows=self.cache.rows,
                 )
             )  # fmt: skip
             if more:

@@ -76,3 +76,14 @@ async def test_the_mcp_search_tool_ranks_by_meaning(tmp_path: Path) -> None:
         assert text.index("blue sedan") < text.index("pizza")
         refused = await client.call_tool("search", {"query": "car", "mode": "fuzzy"})
         assert refused.is_error and "mode" in tool_text(refused)
+
+
+async def test_an_import_with_an_embedder_ends_with_its_vectors(tmp_path: Path) -> None:
+    source = await written(tmp_path / "source.db")
+    exported = memstore_cli(source, "export", "s").stdout
+    (tmp_path / "s.jsonl").write_text(exported)
+    target = tmp_path / "target.db"
+    done = memstore_cli(target, "--embedder", "offline", "import", str(tmp_path / "s.jsonl"))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(memstore_cli(target, "--embedder", "offline", "check", "--json").stdout)
+    assert report["embeddings"][0]["embedded"] == len(TEXTS)
