@@ -13,7 +13,7 @@ embedder. Vectors are made later, two ways:
   (``memstore check`` shows them), and the next run tries them again. Only the vector writes
   go through the writer, one transaction per batch. Closing the store stops the run.
 * **For a search.** Before ranking, a search embeds the rows of its scope that were never
-  tried, up to :data:`SEARCH_EMBED_LIMIT`, in the same call as the query itself: a reworded
+  tried, up to :data:`SEARCH_EMBED_LIMIT`, in the same calls as the query itself: a reworded
   question finds an answer written a moment ago. Beyond that limit, and on a read-only store,
   rows without a vector are found by their words alone until the background catches up.
 
@@ -55,9 +55,10 @@ CONCURRENCY = 2
 RETRIES = 3
 #: Pause before the first retry, doubled before each next one.
 BACKOFF_S = 0.5
-#: Unembedded rows a search embeds itself before ranking (one call with the query); more are
-#: left to the background, and found by their words meanwhile.
-SEARCH_EMBED_LIMIT = 512
+#: Unembedded rows a search embeds itself before ranking (with the query, :data:`BATCH` per
+#: call): a few seconds of an API at most; more are left to the background, and found by their
+#: words meanwhile.
+SEARCH_EMBED_LIMIT = 2048
 
 
 @dataclass
@@ -92,7 +93,7 @@ class EmbeddingService:
         self._task: asyncio.Task[RunCounts] | None = None
         self._again = False
         self._closed = False
-        self._limit = asyncio.Semaphore(CONCURRENCY)
+        self._limit: asyncio.Semaphore | None = None
 
     async def check_dimensions(self) -> None:
         """Refuse an embedder whose name stored vectors of another size here.
@@ -136,6 +137,8 @@ class EmbeddingService:
 
     async def _embed_with_retries(self, texts: Sequence[str]) -> np.ndarray:
         pause = BACKOFF_S
+        if self._limit is None:
+            self._limit = asyncio.Semaphore(CONCURRENCY)
         for attempt in range(1, RETRIES + 1):
             try:
                 async with self._limit:
@@ -172,8 +175,11 @@ class EmbeddingService:
             )  # fmt: skip
             if more:
                 self.start()
+        texts = [text, *(row.text for row in missing)]
         try:
-            matrix = await self.embed([text, *(row.text for row in missing)])
+            matrix = np.concatenate(
+                [await self.embed(texts[i : i + BATCH]) for i in range(0, len(texts), BATCH)]
+            )
         except EmbeddingError as error:
             if mode == "semantic":
                 raise
@@ -181,7 +187,10 @@ class EmbeddingService:
             return None
         if missing:
             pairs = zip(missing, matrix[1:], strict=True)
-            await self._write([vectors_db.Embedded(row, encode(v)) for row, v in pairs])
+            try:
+                await self._write([vectors_db.Embedded(row, encode(v)) for row, v in pairs])
+            except MemstoreError as error:  # the search goes on: those rows rank by words
+                log.warning("memstore: storing vectors failed (%s); the background retries", error)
         return SemanticQuery(matrix[0], self.cache, lexical=mode == "hybrid")
 
     async def _write(self, done: Sequence[vectors_db.Embedded]) -> int:
@@ -195,10 +204,13 @@ class EmbeddingService:
         """Start a background run (or, while one runs, have it go round once more)."""
         if self.read_only or self._closed:
             return
-        if self._task is not None and not self._task.done():
+        loop = asyncio.get_running_loop()
+        if self._task is not None and not self._task.done() and self._task.get_loop() is loop:
             self._again = True
             return
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="memstore-embed")
+        if self._limit is not None and self._task is not None and self._task.get_loop() is not loop:
+            self._limit = None  # a semaphore belongs to the loop it first waited on
+        self._task = loop.create_task(self._run(), name="memstore-embed")
 
     async def catch_up(self) -> RunCounts:
         """Embed every row that needs a vector now, and wait for it (a run of its own after
@@ -220,7 +232,10 @@ class EmbeddingService:
                     return counts
         except asyncio.CancelledError:
             raise
-        except Exception:  # a bug or a lost database must not die silently in a task
+        except MemstoreError as error:  # the database refused: the next run starts over
+            log.warning("memstore: background embedding stopped (%s)", error)
+            return counts
+        except Exception:  # a bug must not die silently in a task
             log.exception("memstore: background embedding stopped")
             return counts
 

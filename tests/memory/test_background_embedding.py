@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from concept_embedder import ConceptEmbedder
@@ -216,3 +217,61 @@ async def test_closing_the_store_stops_the_background_run(backend_url: str) -> N
     assert task is not None and not task.done()
     await asyncio.wait_for(store.close(), timeout=10)
     assert task.done()
+
+
+class PlainEmbedder:
+    """An embedder whose ``embed`` is a plain function returning a numpy array."""
+
+    name = "test:plain"
+    dimensions = 32
+
+    def __init__(self) -> None:
+        self.concepts = ConceptEmbedder()
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        import numpy as np
+
+        return np.array([self.concepts.vector(text) for text in texts], dtype=np.float64)
+
+
+async def test_an_embedder_may_answer_without_awaiting(tmp_path: Path) -> None:
+    async with MemoryStore.open(tmp_path / "p.db", embedder=PlainEmbedder()) as store:  # type: ignore[arg-type]
+        memory = store.session("s", limits=NEVER, estimator=WordEstimator())
+        await memory.add("user", "Our new puppy sleeps all day.")
+        hits = await memory.search("the dog", include_active=True, mode="semantic")
+        assert hits[0].seq == 1
+
+
+class WrongShape(ConceptEmbedder):
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [[1.0, 2.0]]
+
+
+async def test_vectors_of_the_wrong_shape_are_an_embedding_error(tmp_path: Path) -> None:
+    async with MemoryStore.open(tmp_path / "w.db", embedder=WrongShape()) as store:
+        memory = store.session("s", limits=NEVER, estimator=WordEstimator())
+        await memory.add("user", "Our new puppy sleeps all day.")
+        with pytest.raises(EmbeddingError, match="shape"):
+            await memory.search("dog", include_active=True, mode="semantic")
+        assert [hit.seq for hit in await memory.search("puppy", include_active=True)] == [1]
+
+
+def test_a_store_used_on_a_second_event_loop_still_embeds(tmp_path: Path) -> None:
+    embedder = ConceptEmbedder()
+
+    async def open_and_compact() -> MemoryStore:
+        store = await MemoryStore.open(tmp_path / "loops.db", embedder=embedder)
+        memory = store.session("s", limits=SMALL, estimator=WordEstimator())
+        for turn in range(20):
+            await memory.add("user", f"turn number {turn} of the talk")
+        return store
+
+    store = asyncio.run(open_and_compact())  # that loop closed with its run cut short
+
+    async def later() -> None:
+        await store.embed_pending()
+        (status,) = await store.embedding_status()
+        assert status.pending == 0
+        await store.close()
+
+    asyncio.run(later())
