@@ -112,7 +112,7 @@ class EmbeddingService:
 
         Raises:
             EmbeddingError: the embedder raised, or did not return one vector of its
-                dimensions per text, or returned a vector that is zero or not finite.
+                dimensions per text, or returned a value that is not a finite number.
         """
         clipped = [text[:MAX_EMBEDDED_CHARS] for text in texts]
         try:
@@ -130,9 +130,10 @@ class EmbeddingService:
                 f"text(s) of {self.dimensions} dimensions"
             )
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        if not np.all(np.isfinite(norms)) or np.any(norms == 0):
-            raise EmbeddingError(f"embedder {self.name!r} returned a zero or non-finite vector")
-        unit: np.ndarray = matrix / norms
+        if not np.all(np.isfinite(norms)):
+            raise EmbeddingError(f"embedder {self.name!r} returned a non-finite vector")
+        # A zero vector (a text of no word the model knows) is kept: it matches nothing.
+        unit: np.ndarray = matrix / np.where(norms == 0, 1.0, norms)
         return unit
 
     async def _embed_with_retries(self, texts: Sequence[str]) -> np.ndarray:

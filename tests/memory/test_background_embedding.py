@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from concept_embedder import ConceptEmbedder
+from concept_embedder import CONCEPTS, ConceptEmbedder
 
 from memstore import (
     EmbedderMismatchError,
@@ -275,3 +275,25 @@ def test_a_store_used_on_a_second_event_loop_still_embeds(tmp_path: Path) -> Non
         await store.close()
 
     asyncio.run(later())
+
+
+class Vocabulary(ConceptEmbedder):
+    """Knows only its concepts' words: other texts get a zero vector, as a bag-of-words
+    model over a small vocabulary gives."""
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors = await super().embed(texts)
+        return [v[: len(CONCEPTS)] + [0.0] * (self.dimensions - len(CONCEPTS)) for v in vectors]
+
+
+async def test_a_text_of_no_known_word_gets_a_vector_that_matches_nothing(
+    tmp_path: Path,
+) -> None:
+    async with MemoryStore.open(tmp_path / "v.db", embedder=Vocabulary()) as store:
+        memory = store.session("s", limits=NEVER, estimator=WordEstimator())
+        await memory.add("user", "Nothing to see here at all.")
+        await memory.add("user", "We bought a blue sedan.")
+        hits = await memory.search("my car", include_active=True, mode="semantic")
+        assert hits[0].seq == 2
+        (status,) = await store.embedding_status()
+        assert (status.embedded, status.failed) == (2, 0)
