@@ -17,6 +17,7 @@ from memstore.version import __version__
 if TYPE_CHECKING:
     from memstore.config import Settings
     from memstore.core.consolidation_report import ConsolidationReport
+    from memstore.core.embedder import Embedder
     from memstore.core.records import CompactionReport, SessionHistory, SessionInfo
     from memstore.core.search_terms import SearchHit
     from memstore.core.summarizers import ExtractiveSummarizer
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
         ConversationConflictError,
         CorruptDatabaseError,
         DatabaseMissingError,
+        EmbedderMismatchError,
+        EmbeddingError,
         EntryNotFoundError,
         EstimatorMismatchError,
         ForkedHistoryError,
@@ -59,6 +62,7 @@ if TYPE_CHECKING:
     from memstore.memory.long_term import LongTermChange, LongTermEntry, LongTermMemory
     from memstore.memory.session import SessionMemory
     from memstore.memory.store import MemoryStore
+    from memstore.model_side.embedders import OpenAIEmbedder, WordLlamaEmbedder
     from memstore.model_side.openai_summarizer import OpenAISummarizer
 
 _EXPORTS = {
@@ -72,6 +76,9 @@ _EXPORTS = {
     "ConnectionFailedError": "memstore.errors",
     "CorruptDatabaseError": "memstore.errors",
     "DatabaseMissingError": "memstore.errors",
+    "Embedder": "memstore.core.embedder",
+    "EmbedderMismatchError": "memstore.errors",
+    "EmbeddingError": "memstore.errors",
     "EntryNotFoundError": "memstore.errors",
     "EstimatorMismatchError": "memstore.errors",
     "ExtractiveSummarizer": "memstore.core.summarizers",
@@ -95,6 +102,7 @@ _EXPORTS = {
     "ModelError": "memstore.errors",
     "NotADatabaseError": "memstore.errors",
     "NotFoundError": "memstore.errors",
+    "OpenAIEmbedder": "memstore.model_side.embedders",
     "OpenAISummarizer": "memstore.model_side.openai_summarizer",
     "Priority": "memstore.core.values",
     "ReadOnlyDatabaseError": "memstore.errors",
@@ -116,6 +124,7 @@ _EXPORTS = {
     "ValidationError": "memstore.errors",
     "VersionConflictError": "memstore.errors",
     "WordEstimator": "memstore.core.tokens",
+    "WordLlamaEmbedder": "memstore.model_side.embedders",
 }
 
 
@@ -145,6 +154,9 @@ __all__ = [
     "ConversationConflictError",
     "CorruptDatabaseError",
     "DatabaseMissingError",
+    "Embedder",
+    "EmbedderMismatchError",
+    "EmbeddingError",
     "EntryNotFoundError",
     "EstimatorMismatchError",
     "ExtractiveSummarizer",
@@ -168,6 +180,7 @@ __all__ = [
     "ModelError",
     "NotADatabaseError",
     "NotFoundError",
+    "OpenAIEmbedder",
     "OpenAISummarizer",
     "Priority",
     "ReadOnlyDatabaseError",
@@ -189,5 +202,6 @@ __all__ = [
     "ValidationError",
     "VersionConflictError",
     "WordEstimator",
+    "WordLlamaEmbedder",
     "__version__",
 ]

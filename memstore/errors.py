@@ -20,12 +20,14 @@ so that programs never parse messages. Builtin bases are added where they help c
     │   ├── LeaseHeldError                    another worker holds the compaction lease
     │   ├── IdempotencyConflictError          same key, different content
     │   ├── EstimatorMismatchError            session counted by another estimator
+    │   ├── EmbedderMismatchError             an embedder name stored with other dimensions
     │   ├── VersionConflictError              long-term entry at another version
     │   ├── SessionExistsError                a fork's new session id is taken
     │   ├── ForkedHistoryError                purge refused: forks hold copies of the history
     │   └── ConversationConflictError         a stored conversation changed since it was read
     ├── ModelError                            the model side failed (agent, chat, summaries)
     │   ├── ModelCallError                    HTTP error, timeout, unreachable or malformed reply
+    │   ├── EmbeddingError                    an embedder failed or returned unusable vectors
     │   └── ToolLoopError                     the model kept calling tools past the round limit
     └── StorageError                          the database refused or failed
         ├── ConnectionFailedError             the database server could not be reached or refused us
@@ -206,6 +208,21 @@ class EstimatorMismatchError(ConflictError):
         self.field = "estimator"
 
 
+class EmbedderMismatchError(ConflictError):
+    """Vectors of this embedder name are stored with another dimension count: one name,
+    one vector size (give a new model or size a new name)."""
+
+    def __init__(self, embedder: str, *, expected: int, actual: int) -> None:
+        super().__init__(
+            f"embedder: {embedder!r} stored vectors of {expected} dimensions here, this one "
+            f"has {actual}; give a different model or size a name of its own",
+            expected=expected,
+            actual=actual,
+        )
+        self.embedder = embedder
+        self.field = "embedder"
+
+
 class VersionConflictError(ConflictError):
     """A long-term entry's compare-and-set found another version; nothing was written.
 
@@ -283,6 +300,11 @@ class ModelCallError(ModelError):
     def __init__(self, message: str, *, status_code: int | None = None) -> None:
         super().__init__(message)
         self.status_code = status_code
+
+
+class EmbeddingError(ModelError):
+    """An embedder failed, or returned something other than one vector of its dimensions per
+    text. A search falls back to full text; the background embedding records it."""
 
 
 class ToolLoopError(ModelError):

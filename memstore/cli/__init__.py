@@ -68,6 +68,8 @@ OPTION_FIELDS = {
     "expected_version": "'--expect-version'",
     "http": "'--http'",
     "context_window": "'--context-window'",
+    "embedder": "'--embedder'",
+    "mode": "'--mode'",
     "max_output_tokens": "'--max-output-tokens'",
 }
 
@@ -151,8 +153,17 @@ class MemstoreGroup(click.Group):
     show_default="$MEMSTORE_DB or ./memstore.db",
     help="Database: a SQLite file path or a SQLAlchemy URL.",
 )
+@click.option(
+    "--embedder",
+    metavar="EMBEDDER",
+    envvar="MEMSTORE_EMBEDDER",
+    default=None,
+    help="Also search by meaning: 'offline' (WordLlama) or 'openai:MODEL' ($MEMSTORE_EMBEDDER).",
+)
 @click.version_option(__version__, prog_name="memstore")
 @click.pass_context
-def main(ctx: click.Context, db: str) -> None:
+def main(ctx: click.Context, db: str, embedder: str | None) -> None:
     """memstore: persistent, bounded, audited working memory for LLM agents."""
     ctx.obj = db
+    if embedder:
+        ctx.meta["memstore.embedder"] = embedder

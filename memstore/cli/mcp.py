@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from memstore.cli.output import run_with_store
+from memstore.cli.output import embedder_option, run_with_store
 from memstore.config import MCP_TOKEN_VARIABLE, mcp_token
 from memstore.core.ltm_entries import validate_scope
 from memstore.memory.store import MemoryStore
@@ -46,6 +46,7 @@ INSTALL_HINT = "memstore mcp needs the MCP SDK: in memstore's checkout, pip inst
     help=f"With --http: the environment variable holding the bearer token every request must "
     f"carry (default {MCP_TOKEN_VARIABLE}; required to bind beyond loopback).",
 )
+@embedder_option
 @click.pass_context
 def mcp_serve(
     ctx: click.Context,

@@ -71,14 +71,47 @@ def run_with_store(
     one (:class:`~memstore.errors.CorruptDatabaseError`) before writing anything to it.
     """
 
+    embedder = None
+    spec = ctx.meta.get(EMBEDDER_KEY)
+    if spec:
+        from memstore.model_side.embedders import embedder_from_spec
+
+        embedder = embedder_from_spec(spec)
+
     async def go() -> T:
         db = ctx.find_root().obj
         async with MemoryStore.open(
-            db, create=create, read_only=read_only, verify=not read_only
+            db, create=create, read_only=read_only, verify=not read_only, embedder=embedder
         ) as store:
             return await action(store)
 
     return asyncio.run(go())
+
+
+#: Where the ``--embedder`` value travels from the group or a command to the store opener.
+EMBEDDER_KEY = "memstore.embedder"
+
+
+def has_embedder(ctx: click.Context) -> bool:
+    """Whether ``--embedder`` (or ``MEMSTORE_EMBEDDER``) was given."""
+    return bool(ctx.meta.get(EMBEDDER_KEY))
+
+
+def _remember_embedder(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value:
+        ctx.meta[EMBEDDER_KEY] = value
+
+
+def embedder_option(func: F) -> F:
+    """Add ``--embedder`` to a command too (it overrides the group's)."""
+    return click.option(
+        "--embedder",
+        metavar="EMBEDDER",
+        default=None,
+        expose_value=False,
+        callback=_remember_embedder,
+        help="Also search by meaning: 'offline' (WordLlama) or 'openai:MODEL'.",
+    )(func)
 
 
 def json_option(func: F) -> F:

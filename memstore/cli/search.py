@@ -1,11 +1,22 @@
-"""``memstore search QUERY``: full-text search over sessions and long-term memory."""
+"""``memstore search QUERY``: search sessions and long-term memory by words, by meaning
+(``--embedder``), or both fused."""
 
 from __future__ import annotations
 
 import click
 from rich.text import Text
 
-from memstore.cli.output import cell, console, json_option, listing, print_json, run_with_store
+from memstore.cli.output import (
+    cell,
+    console,
+    embedder_option,
+    has_embedder,
+    json_option,
+    listing,
+    print_json,
+    run_with_store,
+)
+from memstore.core.embedder import SEARCH_MODES
 from memstore.core.search_terms import MAX_LIMIT, SearchHit
 
 
@@ -24,6 +35,14 @@ from memstore.core.search_terms import MAX_LIMIT, SearchHit
     show_default=True,
     help="Hits to show at most, best first.",
 )
+@click.option(
+    "--mode",
+    type=click.Choice(SEARCH_MODES),
+    default=None,
+    help="Rank by words (lexical), meaning (semantic) or both fused (hybrid: the default with "
+    "an embedder; lexical without).",
+)
+@embedder_option
 @json_option
 @click.pass_context
 def search_history(
@@ -32,20 +51,26 @@ def search_history(
     sessions: tuple[str, ...],
     scopes: tuple[str, ...],
     limit: int,
+    mode: str | None,
     as_json: bool,
 ) -> None:
     """Search every item (of any fate), summary and long-term entry for QUERY's words.
 
     QUERY is text, not syntax: quotes, *, - or NEAR are searched as the words around them.
     With --session only those sessions are searched, with --scope only those long-term
-    scopes; with neither, everything.
+    scopes; with neither, everything. With --embedder the search also ranks by meaning, and
+    stores the vectors it makes for rows that had none.
     """
     hits = run_with_store(
         ctx,
         lambda store: store.search(
-            query, sessions=sessions or None, scopes=scopes or None, limit=limit
+            query,
+            sessions=sessions or None,
+            scopes=scopes or None,
+            limit=limit,
+            mode=mode,  # type: ignore[arg-type]  # one of SEARCH_MODES (click checked it)
         ),
-        read_only=True,
+        read_only=not has_embedder(ctx),
     )
     if as_json:
         print_json([hit.to_dict() for hit in hits])

@@ -82,7 +82,10 @@ def import_session(ctx: click.Context, source: IO[str]) -> None:
     records = _read_records(source)
 
     async def load(store: MemoryStore) -> str:
-        return await store.import_session(records)
+        session_id = await store.import_session(records)
+        if store.embedding is not None:  # --embedder: the command ends once they have vectors
+            await store.embed_pending()
+        return session_id
 
     session_id = run_with_store(ctx, load, create=True)
     click.echo(f"imported session {session_id} ({len(records)} records)")

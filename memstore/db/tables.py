@@ -37,6 +37,7 @@ from sqlalchemy import (
     ForeignKeyConstraint,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     PrimaryKeyConstraint,
     String,
@@ -433,4 +434,47 @@ conversation_branches = Table(
     Column("entry_id", Text, ForeignKey("conversation_entries.id"), nullable=False),
     PrimaryKeyConstraint("conversation", "position"),
     Index("ix_conversation_branches_entry_id", "entry_id"),
+)
+
+#: Each embedder that stored vectors here: its dimensions, and a generation every vector
+#: write bumps, so an in-process cache sees another process's writes (migration 0015).
+embedders = Table(
+    "embedders",
+    metadata,
+    Column("name", String(200), primary_key=True),
+    Column("dimensions", Integer, nullable=False),
+    Column("generation", BigInteger, nullable=False),
+)
+
+#: An item's vector per embedder (float32 bytes), or the error that kept it from having one.
+item_vectors = Table(
+    "item_vectors",
+    metadata,
+    Column("item_id", String(36), ForeignKey("items.id", ondelete="CASCADE"), nullable=False),
+    Column("embedder", String(200), ForeignKey("embedders.name"), nullable=False),
+    Column("generation", BigInteger, nullable=False),
+    Column("vector", LargeBinary, nullable=True),
+    Column("error", Text, nullable=True),
+    PrimaryKeyConstraint("item_id", "embedder"),
+    # The cache loads what is newer than the generation it holds; check counts per embedder.
+    Index("ix_item_vectors_embedder", "embedder", "generation"),
+)
+
+#: A long-term entry's vector per embedder, for the entry version it embeds.
+entry_vectors = Table(
+    "entry_vectors",
+    metadata,
+    Column("scope", String(128), nullable=False),
+    Column("key", String(256), nullable=False),
+    Column("embedder", String(200), ForeignKey("embedders.name"), nullable=False),
+    Column("entry_version", Integer, nullable=False),
+    Column("vector", LargeBinary, nullable=True),
+    Column("error", Text, nullable=True),
+    PrimaryKeyConstraint("scope", "key", "embedder"),
+    ForeignKeyConstraint(
+        ["scope", "key"],
+        ["ltm_entries.scope", "ltm_entries.key"],
+        name="fk_entry_vectors_scope_ltm_entries",
+        ondelete="CASCADE",
+    ),
 )

@@ -18,20 +18,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from memstore.core.ltm_entries import memory_budget
 from memstore.core.policy import Snapshot
-from memstore.core.search_terms import search_terms
+from memstore.core.search_terms import SearchScope, search_terms
 from memstore.core.values import MemoryLimits
 from memstore.db import reads
-from memstore.db.scope_search import scope_passages
+from memstore.db.scope_search import scope_members, scope_passages
 from memstore.memory.tracing import recalling
 from memstore.render.recall import RECALL_CANDIDATES, novel_passages, recall_query
 from memstore.render.scope_recall import ScopeRecallBlock, fit_scope_recall
 
 if TYPE_CHECKING:
     from memstore.db import Database
+    from memstore.memory.embedding import EmbeddingService
     from memstore.memory.long_term import MemoriesBlock
 
 
@@ -45,6 +47,7 @@ class ScopedHandle:
     limits: MemoryLimits
     count: Callable[[str], int]
     recall_budget: int | None
+    embedding: EmbeddingService | None = None
 
 
 async def scoped_recall(
@@ -54,6 +57,7 @@ async def scoped_recall(
     memories: MemoriesBlock | None,
     room: int,
     spare: int,
+    text: str | None = None,
 ) -> ScopeRecallBlock | None:
     """The recall block of a scoped session (``None``: no query, or nothing matches).
 
@@ -65,6 +69,7 @@ async def scoped_recall(
         memories: The memories block already in the input (its text is not recalled again).
         room: Tokens left under the hard limit after the memories.
         spare: Tokens neither working memory nor the memories use.
+        text: The query's text, when ``terms`` came from one (ranked by meaning too).
     """
     if terms is None:
         query = None
@@ -73,9 +78,20 @@ async def scoped_recall(
         if query is None:
             return None
         terms = search_terms(query)
-    if not terms:
+    else:
+        query = text
+    if query is None:
         return None
     with recalling(sources.session_id, terms, sources.scope) as span:
+        semantic = None
+        if sources.embedding is not None:
+            from memstore.memory.embedding import ranking
+
+            members = await sources.database.run_read(
+                partial(scope_members, scope=sources.scope)
+            )
+            scope = SearchScope(tuple(dict.fromkeys([sources.session_id, *members])), ())
+            terms, semantic = await ranking(sources.embedding, query, terms, scope)
         found, when, _others = await scope_passages(
             sources.database,
             terms,
@@ -84,6 +100,7 @@ async def scoped_recall(
             RECALL_CANDIDATES,
             reads.utcnow(),
             own=snap is not None and snap.compaction_count > 0,
+            semantic=semantic,
         )
         held: list[str] = []
         if snap is not None:

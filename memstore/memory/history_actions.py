@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from memstore.config import Settings
     from memstore.core.ltm_entries import LongTermEntry
     from memstore.db import Database
+    from memstore.memory.embedding import EmbeddingService
     from memstore.memory.long_term import LongTermMemory
 
 
@@ -26,6 +27,7 @@ class HistoryActions:
 
     _db: Database
     settings: Settings
+    embedding: EmbeddingService | None
 
     @property
     def ltm(self) -> LongTermMemory:
@@ -52,7 +54,10 @@ class HistoryActions:
         """
         from memstore.db import transfer
 
-        return await transfer.import_records(self._db, records, self.settings.max_item_bytes)
+        session_id = await transfer.import_records(self._db, records, self.settings.max_item_bytes)
+        if self.embedding is not None:  # a bulk of new rows: embed them in the background
+            self.embedding.start()
+        return session_id
 
     async def prune(
         self,

@@ -39,7 +39,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memstore.config import Settings
 from memstore.core.ltm_entries import (
@@ -59,6 +59,9 @@ from memstore.db import ltm as ltm_db
 from memstore.db.reads import utcnow
 from memstore.memory.tracing import DELETE_MEMORY, RECORD_COUNT, entry_write, start
 from memstore.render.input import fit_block, memories_message, memory_line
+
+if TYPE_CHECKING:
+    from memstore.memory.embedding import EmbeddingService
 
 __all__ = [
     "LongTermChange",
@@ -145,9 +148,12 @@ class MemoryCandidates:
         total: int,
         query: tuple[str, ...],
         now: datetime,
+        text: str | None = None,
+        embedding: EmbeddingService | None = None,
     ) -> None:
         self._db, self._scopes, self._now = database, tuple(scopes), now
         self.entries, self.total, self.query = entries, total, query
+        self._text, self._embedding = text, embedding
         self._matching: list[LongTermEntry] | None = None
 
     async def fit(
@@ -158,7 +164,7 @@ class MemoryCandidates:
         block = fit_memories(self.entries, self.total, count, budget)
         if block is not None and not block.omitted:
             return block
-        if not self.query:
+        if not self.query and self._text is None:
             return None if matching_only else block
         matching = await self.matching()
         if matching_only:
@@ -168,15 +174,20 @@ class MemoryCandidates:
         return fit_memories([*matching, *rest], self.total, count, budget)
 
     async def matching(self) -> builtins.list[LongTermEntry]:
-        """The entries that match the query, best first (searched once)."""
+        """The entries that match the query, best first (searched once; by words and, with
+        an embedder, by meaning too)."""
         if self._matching is None:
             from memstore.core.search_terms import SearchScope
             from memstore.db import search as search_db
+            from memstore.memory.embedding import ranking
 
+            scope = SearchScope((), self._scopes)
+            terms, semantic = self.query, None
+            if self._text is not None:
+                terms, semantic = await ranking(self._embedding, self._text, terms, scope)
             hits = await search_db.search(
-                self._db, self.query, SearchScope((), self._scopes), MAX_RENDERED_ENTRIES,
-                self._now,
-            )  # fmt: skip
+                self._db, terms, scope, MAX_RENDERED_ENTRIES, self._now, semantic
+            )
             self._matching = [hit.entry for hit in hits if hit.entry is not None]
         return self._matching
 
@@ -193,10 +204,18 @@ class LongTermMemory:
         clock: Returns the current UTC time (tests move it to check expiry).
     """
 
-    def __init__(self, database: Database, settings: Settings, *, clock: Clock = utcnow) -> None:
+    def __init__(
+        self,
+        database: Database,
+        settings: Settings,
+        *,
+        clock: Clock = utcnow,
+        embedding: EmbeddingService | None = None,
+    ) -> None:
         self._db = database
         self.settings = settings
         self.clock = clock
+        self._embedding = embedding
 
     async def set(
         self,
@@ -355,10 +374,11 @@ class LongTermMemory:
         return None if found is None else await found.fit(count, budget)
 
     async def candidates(
-        self, scopes: Sequence[str], *, query: Sequence[str] | None = None
+        self, scopes: Sequence[str], *, query: Sequence[str] | None = None, text: str | None = None
     ) -> MemoryCandidates | None:
         """The live entries of ``scopes`` for one model input, read once, to fit to one
-        budget and then another (:class:`MemoryCandidates`); ``None`` when there are none."""
+        budget and then another (:class:`MemoryCandidates`); ``None`` when there are none.
+        ``text``: the query's text, ranked by meaning too when the store has an embedder."""
         scopes = validate_scopes(scopes)
         if not scopes:
             return None
@@ -369,7 +389,9 @@ class LongTermMemory:
         entries = tuple(LongTermEntry(**record) for record in records)
         if not entries:
             return None
-        return MemoryCandidates(self._db, scopes, entries, total, tuple(query or ()), now)
+        return MemoryCandidates(
+            self._db, scopes, entries, total, tuple(query or ()), now, text, self._embedding
+        )
 
     #: Aliases that read well in agent code.
     remember = set

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from memstore.core.ltm_entries import memory_budget
 from memstore.core.policy import Snapshot, bounded_view
-from memstore.core.search_terms import search_terms
+from memstore.core.search_terms import SearchScope, search_terms
 from memstore.core.values import MemoryItem, MemoryLimits
 from memstore.db import reads
 from memstore.db import search as search_db
@@ -51,6 +51,7 @@ from memstore.render.recall import (
 
 if TYPE_CHECKING:
     from memstore.db import Database
+    from memstore.memory.embedding import EmbeddingService
     from memstore.memory.long_term import LongTermMemory, MemoriesBlock
     from memstore.render.scope_recall import ScopeRecallBlock
 
@@ -72,6 +73,8 @@ class InputSources:
     scope: str | None = None
     #: ``ltm_budget`` was given: the memories never grow past it.
     fixed_ltm_budget: bool = True
+    #: The store's embedder: recall and the memories then rank hybrid.
+    embedding: EmbeddingService | None = None
 
 
 async def assemble(sources: InputSources, recall: str | None) -> list[dict[str, Any]]:
@@ -95,10 +98,10 @@ async def _assemble(
     snap = await sources.snapshot()
     hard = sources.limits.hard
     free = hard - min(hard, 0 if snap is None else snap.total_tokens)
-    query = terms
+    query, text = terms, recall
     if query is None and snap is not None:
-        newest = recall_query(snap.items)
-        query = None if newest is None else search_terms(newest)
+        text = recall_query(snap.items)
+        query = None if text is None else search_terms(text)
     recalls = terms is not None or sources.recall_budget is not None
     may_recall = recalls and (
         sources.scope is not None or (snap is not None and snap.compaction_count > 0)
@@ -113,7 +116,9 @@ async def _assemble(
         budget = sources.ltm_budget
         if not sources.fixed_ltm_budget:
             budget = max(budget, free // 2 if may_recall else free)
-        candidates = await sources.long_term().candidates(sources.ltm_scopes, query=query)
+        candidates = await sources.long_term().candidates(
+            sources.ltm_scopes, query=query, text=text
+        )
         if candidates is not None:
             memories = await candidates.fit(sources.count, min(budget, hard), matching_only=regrow)
     room = hard - (0 if memories is None else memories.tokens)
@@ -127,15 +132,16 @@ async def _assemble(
             sources.limits,
             sources.count,
             sources.recall_budget,
+            sources.embedding,
         )
         spare = free - (0 if memories is None else memories.tokens)
         recalled: RecallBlock | ScopeRecallBlock | None = await scoped_recall(
-            handle, snap, terms, memories, room, spare
+            handle, snap, terms, memories, room, spare, recall
         )
     elif snap is None:
         return [] if memories is None else [memories.message]
     else:
-        recalled = await _recall(sources, snap, terms, memories, room)
+        recalled = await _recall(sources, snap, terms, memories, room, recall)
     if regrow and candidates is not None and (memories is None or memories.omitted):
         shown = 0 if memories is None else memories.tokens
         left = free - shown - (0 if recalled is None else recalled.tokens)
@@ -163,17 +169,24 @@ async def _recall(
     terms: tuple[str, ...] | None,
     memories: MemoriesBlock | None,
     room: int,
+    text: str | None = None,
 ) -> RecallBlock | None:
     if terms is None:
         query = None if sources.recall_budget is None else recall_query(snap.items)
         if query is None:
             return None
         terms = search_terms(query)
-    if not terms or snap.compaction_count == 0:  # nothing has left working memory yet
+    else:
+        query = text
+    if query is None or snap.compaction_count == 0:  # nothing has left working memory yet
         return None
     with recalling(sources.session_id, terms) as span:
+        from memstore.memory.embedding import ranking
+
+        scope = SearchScope((sources.session_id,), (), include_active=False)
+        terms, semantic = await ranking(sources.embedding, query, terms, scope)
         found = await search_db.passages(
-            sources.database, terms, sources.session_id, RECALL_CANDIDATES, reads.utcnow()
+            sources.database, terms, sources.session_id, RECALL_CANDIDATES, reads.utcnow(), semantic
         )
         held = [item.content for item in snap.items]
         held += [text for text in (snap.summary,) if text is not None]

@@ -49,6 +49,9 @@ TABLES = {
     "conversations",
     "conversation_entries",
     "conversation_branches",
+    "embedders",
+    "item_vectors",
+    "entry_vectors",
 }
 
 

@@ -14,6 +14,7 @@ tools then serve that scope's sessions and those of no scope only, and create se
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from memstore.adapters.mcp.confinement import Confinement
@@ -25,6 +26,7 @@ from memstore.adapters.mcp.render import (
     search_view,
     session_view,
 )
+from memstore.core.embedder import SEARCH_MODES
 from memstore.core.ltm_entries import DEFAULT_SCOPE
 from memstore.core.records import CompactionReport
 from memstore.core.search_terms import SearchScope, search_terms, validate_limit
@@ -33,8 +35,9 @@ from memstore.core.validation import validate_session_id
 from memstore.core.values import MemoryKind, MemoryRole, Priority
 from memstore.db import reads
 from memstore.db import search as search_db
-from memstore.db.scope_search import confined_search
+from memstore.db.scope_search import confined_scope, confined_search
 from memstore.errors import SessionNotFoundError
+from memstore.memory.embedding import ranking
 from memstore.memory.session import SessionMemory
 from memstore.memory.store import MemoryStore
 from memstore.model_side.agent_tools import Tool
@@ -134,11 +137,12 @@ class McpTools(Confinement):
         session_id: str | None = None,
         scope: str | None = None,
         limit: int = 10,
+        mode: str | None = None,
     ) -> str:
         """``store.search``, confined: a pinned server searches long-term entries of its scope
         and the history of its scope's sessions and of unscoped ones only. ``session_id``
         narrows the history to one session (and, without ``scope``, leaves long-term memory
-        out); a session of another scope is refused."""
+        out); a session of another scope is refused. With an embedder it ranks hybrid."""
         terms = search_terms(query)
         scopes: tuple[str, ...] | None
         if scope is not None:
@@ -152,10 +156,19 @@ class McpTools(Confinement):
             await self.session_info(session_id)  # refuses another scope's session
         chosen, count = SearchScope(sessions, scopes), validate_limit(limit)
         if self.pinned is None:
-            hits = await search_db.search(self.store.database, terms, chosen, count, reads.utcnow())
+            terms, semantic = await ranking(self.store.embedding, query, terms, chosen, mode)
+            hits = await search_db.search(
+                self.store.database, terms, chosen, count, reads.utcnow(), semantic
+            )
         else:
+            # Vectors are made for the pinned scope's rows only: the embedder never sees
+            # another scope's text.
+            confined = await self.store.database.run_read(
+                partial(confined_scope, search=chosen, scope=self.pinned)
+            )
+            terms, semantic = await ranking(self.store.embedding, query, terms, confined, mode)
             hits = await confined_search(
-                self.store.database, terms, chosen, self.pinned, count, reads.utcnow()
+                self.store.database, terms, chosen, self.pinned, count, reads.utcnow(), semantic
             )
         return search_view(hits)
 
@@ -309,6 +322,12 @@ class McpTools(Confinement):
                             "minimum": 1,
                             "maximum": 1000,
                             "description": "Hits to return at most (10).",
+                        },
+                        "mode": {
+                            "type": "string",
+                            "enum": list(SEARCH_MODES),
+                            "description": "Rank by words, by meaning or both (hybrid: the "
+                            "default when the server has an embedder).",
                         },
                     },
                     "query",
