@@ -24,7 +24,7 @@ from sqlalchemy import Connection, or_, select, tuple_
 from memstore.core.search_terms import SearchHit, SearchScope
 from memstore.db.engine import Database
 from memstore.db.reads import ITEM_COLUMNS
-from memstore.db.search import _item_hit, passage_rows, search_rows
+from memstore.db.search import _item_hit, passage_rows, search_rows, with_scope_sessions
 from memstore.db.tables import compactions, items, sessions
 
 Passage = tuple[SearchHit, ...]
@@ -174,6 +174,7 @@ def confined_rows(
     scope only (a read): ``search.sessions`` narrows them further, never widens them. The list
     is read in the same transaction as the search, so a session of another scope never
     appears."""
+    search = with_scope_sessions(conn, search)
     if search.sessions != ():
         members = scope_members(conn, scope, unscoped=True)
         if search.sessions is not None:

@@ -42,6 +42,7 @@ from memstore.db.engine import Database
 from memstore.db.fork import unique_hits
 from memstore.db.reads import ITEM_COLUMNS, row_to_item
 from memstore.db.tables import JSONDocument, UTCDateTime, items
+from memstore.db.tables import sessions as session_rows
 
 #: The FTS5 tables (SQLite) as migration 0008 made them: content table, its integer key and
 #: the indexed columns.
@@ -220,6 +221,7 @@ def search_rows(
     (:func:`~memstore.db.fork.unique_hits`), and more rows are ranked until ``limit``
     distinct ones are found or none is left.
     """
+    scope = with_scope_sessions(conn, scope)
     fetch = limit
     while True:
         ranked = _ranked_rows(conn, terms, scope, fetch, now)
@@ -228,6 +230,17 @@ def search_rows(
             return hits[:limit]
         # Copies crowded the ranking: rank as many more rows as they took, at least double.
         fetch = max(fetch * 2, fetch * limit // max(len(hits), 1) + limit)
+
+
+def with_scope_sessions(conn: Connection, scope: SearchScope) -> SearchScope:
+    """``scope`` with the sessions recorded in its ``session_scopes`` among its sessions
+    (read in the search's own transaction, so a session of another scope never appears)."""
+    if not scope.session_scopes or scope.sessions is None:
+        return scope
+    recorded = select(session_rows.c.id).where(session_rows.c.scope.in_(scope.session_scopes))
+    members = sorted(conn.execute(recorded).scalars())
+    chosen = tuple(dict.fromkeys([*scope.sessions, *members]))
+    return SearchScope(chosen, scope.scopes, scope.include_active)
 
 
 def _ranked_rows(

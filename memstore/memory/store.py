@@ -242,10 +242,14 @@ class MemoryStore(HistoryActions):
     ) -> list[SearchHit]:
         """Search every session's items (of any fate) and summaries, and long-term memory.
 
+        With neither ``sessions`` nor ``scopes`` everything is searched; each one given adds
+        what it selects.
+
         Args:
             query: Words to look for (text, not syntax: any character is safe).
-            sessions: Only these sessions. Given alone, no long-term entry is searched.
-            scopes: Only these long-term scopes. Given alone, no session is searched.
+            sessions: These sessions' history. Given alone, no long-term entry is searched.
+            scopes: These scopes' long-term entries, and the history of the sessions
+                recorded in them (``store.session(id, scope=...)``).
             limit: Hits to return at most (1-1,000), best first.
 
         Returns:

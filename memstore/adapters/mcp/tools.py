@@ -135,22 +135,20 @@ class McpTools(Confinement):
         scope: str | None = None,
         limit: int = 10,
     ) -> str:
-        """``store.search``, confined: a pinned server searches long-term entries of its scope
-        and the history of its scope's sessions and of unscoped ones only. ``session_id``
-        narrows the history to one session (and, without ``scope``, leaves long-term memory
-        out); a session of another scope is refused."""
+        """``store.search``, confined. As in the API, each argument adds what it selects:
+        ``session_id`` that session's history, ``scope`` that scope's long-term entries and
+        the history of the sessions recorded in it; neither, everything this server serves
+        (a pinned server: its scope's entries, the history of its scope's sessions and of
+        unscoped ones). A session of another scope is refused."""
         terms = search_terms(query)
-        scopes: tuple[str, ...] | None
-        if scope is not None:
-            scopes = (self.confined(scope),)
-        elif self.pinned is not None:
-            scopes = (self.pinned,)
-        else:
-            scopes = None if session_id is None else ()
-        sessions = None if session_id is None else (validate_session_id(session_id),)
+        sessions = None if session_id is None else [validate_session_id(session_id)]
+        scopes = None if scope is None else [self.confined(scope)]
+        chosen = SearchScope.across(sessions, scopes)
+        if session_id is None and scope is None and self.pinned is not None:
+            chosen = SearchScope(None, (self.pinned,))
         if session_id is not None and self.pinned is not None:
             await self.session_info(session_id)  # refuses another scope's session
-        chosen, count = SearchScope(sessions, scopes), validate_limit(limit)
+        count = validate_limit(limit)
         if self.pinned is None:
             hits = await search_db.search(self.store.database, terms, chosen, count, reads.utcnow())
         else:
@@ -294,16 +292,20 @@ class McpTools(Confinement):
                 "search",
                 "Search everything ever stored for words: every session's items (also those "
                 "compaction removed, with their fate) and summaries, and long-term memories. "
-                "Best match first.",
+                "session_id and scope each add what they select. Best match first.",
                 _object(
                     {
                         "query": {"type": "string", "description": "Words to look for."},
                         "session_id": SESSION_ID
                         | {
-                            "description": "Only this session's history (and no memories "
-                            "unless scope is given)."
+                            "description": "This session's history (and no memories unless "
+                            "scope is given)."
                         },
-                        **scope,
+                        "scope": self.scope_schema()
+                        | {
+                            "description": "This scope's memories and the history of its "
+                            "sessions" + ("." if self.pinned is None else f" (only {self.pinned}).")
+                        },
                         "limit": {
                             "type": "integer",
                             "minimum": 1,
