@@ -15,8 +15,11 @@ from memstore.cli.fork import parent_label
 from memstore.cli.output import (
     cell,
     console,
+    is_narrow,
     json_option,
+    lines,
     listing,
+    narrow_listing,
     preview,
     print_json,
     run_with_store,
@@ -28,17 +31,6 @@ from memstore.memory.store import MemoryStore
 if TYPE_CHECKING:
     from memstore.core.input_counts import CountFit
     from memstore.db.lease import LeaseHolder
-
-
-#: Below this many columns, tables take a narrow layout: the figures of a row stacked in one
-#: column, and no box lines, so a 60-column terminal still shows every figure and words of
-#: the content instead of a few characters.
-NARROW_COLUMNS = 100
-
-
-def is_narrow() -> bool:
-    """Whether the output is a terminal narrower than :data:`NARROW_COLUMNS`."""
-    return console().width < NARROW_COLUMNS
 
 
 def items_table(title: str, items: list[MemoryItem], *, full: bool, fates: bool) -> Table:
@@ -104,6 +96,13 @@ def list_sessions(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         print_json([info.to_dict() for info in infos])
         return
+    if not infos:
+        console().print("no sessions yet")
+        return
+    console().print(_narrow_sessions_table(infos) if is_narrow() else _sessions_table(infos))
+
+
+def _sessions_table(infos: list[SessionInfo]) -> Table:
     table = listing(
         "sessions",
         [
@@ -128,7 +127,22 @@ def list_sessions(ctx: click.Context, as_json: bool) -> None:
             info.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
             parent_label(info),
         )
-    console().print(table if infos else "no sessions yet")
+    return table
+
+
+def _narrow_sessions_table(infos: list[SessionInfo]) -> Table:
+    table = narrow_listing("sessions", "session", "state")
+    for info in infos:
+        forked = f"forked from {parent_label(info)}" if info.parent_id is not None else None
+        head = lines(info.id, f"scope {info.scope}" if info.scope else None, forked)
+        state = lines(
+            f"{info.active_items} of {info.items_total} items active",
+            f"{info.total_tokens} tokens (hard {info.limits.hard}, target {info.limits.target})",
+            f"{info.compaction_count} compaction{'' if info.compaction_count == 1 else 's'}",
+            f"updated {info.updated_at.strftime('%Y-%m-%d %H:%M:%S')} UTC",
+        )
+        table.add_row(head, state)
+    return table
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,7 +9,16 @@ import click
 from rich.table import Table
 
 from memstore.cli.inspect import reports_table
-from memstore.cli.output import console, json_option, plain, print_json, run_with_store
+from memstore.cli.output import (
+    console,
+    is_narrow,
+    json_option,
+    lines,
+    narrow_listing,
+    plain,
+    print_json,
+    run_with_store,
+)
 from memstore.core.policy import CompactionPlan
 from memstore.core.records import CompactionReport
 from memstore.core.tokens import TiktokenEstimator, TokenEstimator, WordEstimator
@@ -145,13 +154,22 @@ def add_item(
 
 def plan_table(plan: CompactionPlan) -> Table:
     """What a compaction plan would remove, item by item."""
-    table = Table(title="planned removals (dry run: nothing written)", title_justify="left")
+    title = "planned removals (dry run: nothing written)"
+    by_id = {item.id: item for item in plan.snapshot.items}
+    removed = sorted(plan.removed.items(), key=lambda pair: by_id[pair[0]].seq)
+    if is_narrow():
+        narrow = narrow_listing(title, "item", "content")
+        for item_id, fate in removed:
+            item = by_id[item_id]
+            about = lines(f"#{item.seq} {fate}", f"{item.estimated_tokens} tokens")
+            narrow.add_row(about, plain(item.content))
+        return narrow
+    table = Table(title=title, title_justify="left")
     table.add_column("seq", justify="right")
     table.add_column("fate")
     table.add_column("tokens", justify="right")
     table.add_column("content")
-    by_id = {item.id: item for item in plan.snapshot.items}
-    for item_id, fate in sorted(plan.removed.items(), key=lambda pair: by_id[pair[0]].seq):
+    for item_id, fate in removed:
         item = by_id[item_id]
         table.add_row(str(item.seq), fate, str(item.estimated_tokens), plain(item.content))
     return table
