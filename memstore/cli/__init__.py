@@ -19,6 +19,9 @@ from memstore.config import default_database
 from memstore.errors import MemstoreError, ValidationError
 from memstore.version import __version__
 
+#: The exit code of a command stopped by Ctrl-C: 128 + SIGINT, as shells report it.
+INTERRUPTED = 130
+
 #: Each command and where it lives: a command's module (and what it imports: rich, openai,
 #: Alembic...) is loaded only when that command runs, or for ``--help``.
 COMMANDS = {
@@ -131,6 +134,13 @@ class MemstoreGroup(click.Group):
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             ctx.exit(0)
+        except KeyboardInterrupt:
+            interrupted(ctx)
+        except click.Abort as error:
+            # click's prompts turn Ctrl-C into Abort (``n`` to a confirmation is one too).
+            if isinstance(error.__context__, KeyboardInterrupt):
+                interrupted(ctx)
+            raise
         except ValidationError as error:
             hint = OPTION_FIELDS.get(error.field)
             if hint is None:
@@ -139,6 +149,14 @@ class MemstoreGroup(click.Group):
             raise click.BadParameter(message, param_hint=hint) from None
         except MemstoreError as error:
             raise click.ClickException(str(error)) from None
+
+
+def interrupted(ctx: click.Context) -> None:
+    """Ctrl-C: one line on stderr and exit code 130 (128 + SIGINT, as a shell reports it),
+    whatever the command was doing. A write under way has committed or never began."""
+    # On a terminal the ^C echo leaves the cursor mid-line: start the message on its own.
+    click.echo(("\n" if sys.stderr.isatty() else "") + "Interrupted.", err=True)
+    ctx.exit(INTERRUPTED)
 
 
 @click.group(cls=MemstoreGroup, context_settings={"help_option_names": ["-h", "--help"]})
