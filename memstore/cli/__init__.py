@@ -74,6 +74,19 @@ OPTION_FIELDS = {
 }
 
 
+#: Fields that the API names otherwise than the command's option or argument that carries
+#: them (any other field is looked up under its own name): ``hard`` is ``--hard-limit``.
+PARAM_NAMES = {
+    "hard": ("hard_limit",),
+    "target": ("target_limit",),
+    "at": ("at_version",),
+    "scope": ("scopes",),
+    "ltm_scopes": ("scopes", "scope"),
+    "scopes": ("scope",),
+    "session_id": ("session",),
+}
+
+
 #: Each command's one-line help, as ``memstore --help`` lists it (a test keeps it equal to
 #: the command's own docstring).
 SUMMARIES = {
@@ -142,13 +155,42 @@ class MemstoreGroup(click.Group):
                 interrupted(ctx)
             raise
         except ValidationError as error:
-            hint = OPTION_FIELDS.get(error.field)
-            if hint is None:
-                raise click.ClickException(str(error)) from None
+            typed = self.typed_name(ctx, error.field)
+            if error.field not in OPTION_FIELDS:
+                raise click.ClickException(as_typed(error, typed)) from None
             message = str(error).split(": ", 1)[-1]
+            hint = OPTION_FIELDS[error.field] if typed is None else f"'{typed}'"
             raise click.BadParameter(message, param_hint=hint) from None
         except MemstoreError as error:
-            raise click.ClickException(str(error)) from None
+            typed = self.typed_name(ctx, getattr(error, "field", None))
+            raise click.ClickException(as_typed(error, typed)) from None
+
+    def typed_name(self, ctx: click.Context, field: str | None) -> str | None:
+        """The option or argument of the command that ran which carried ``field``, named as
+        a user types it (``--with-forks``, ``NEW``), or ``None``."""
+        if field is None or ctx.invoked_subcommand is None:
+            return None
+        command = self.get_command(ctx, ctx.invoked_subcommand)
+        commands = [command]
+        if isinstance(command, click.Group):  # ltm, db: their subcommands name alike
+            commands = [command.get_command(ctx, name) for name in command.list_commands(ctx)]
+        params = {param.name: param for cmd in commands if cmd for param in cmd.params}
+        for name in (field, *PARAM_NAMES.get(field, ())):
+            param = params.get(name)
+            if isinstance(param, click.Argument):
+                return param.human_readable_name
+            if param is not None:
+                return max(param.opts, key=len)
+        return None
+
+
+def as_typed(error: MemstoreError, typed: str | None) -> str:
+    """The error's message, naming the option or argument as typed instead of the API's
+    name for it (``NEW: session 'b' already exists``, not ``new_session_id: ...``)."""
+    message, field = str(error), getattr(error, "field", None)
+    if typed is None or not message.startswith(f"{field}: "):
+        return message
+    return f"{typed}: {message.removeprefix(f'{field}: ')}"
 
 
 def interrupted(ctx: click.Context) -> None:
