@@ -58,6 +58,12 @@ async def _consolidate(
     store: MemoryStore, session_id: str, scope: str | None, dry_run: bool
 ) -> ConsolidationReport:
     info = await store.session_info(session_id)
+    if scope is None and info.scope is None:
+        raise click.UsageError(
+            f"session {info.id!r} belongs to no scope: name the scope its entries go to with "
+            "--scope SCOPE (a session started with `memstore add SESSION --scope SCOPE` has "
+            "its own)"
+        )
     memory = store.session(
         session_id,
         limits=info.limits,
