@@ -26,6 +26,8 @@ from memstore.cli.output import (
 )
 from memstore.core.records import CompactionReport, SessionInfo
 from memstore.core.values import MemoryItem
+from memstore.errors import SessionNotFoundError
+from memstore.memory.preview import preview_handle
 from memstore.memory.store import MemoryStore
 
 if TYPE_CHECKING:
@@ -305,8 +307,9 @@ def show_reports(ctx: click.Context, session_id: str, as_json: bool) -> None:
     "scopes",
     multiple=True,
     metavar="SCOPE",
-    help="Include this long-term scope's entries, as an agent using it would "
-    "(repeatable; scopes are not recorded per session).",
+    help="Include this scope's long-term entries and recall across its sessions, as a "
+    "session of that scope does; a SESSION that does not exist yet is shown as a new "
+    "session of the first --scope would start, and nothing is written (repeatable).",
 )
 @click.option(
     "--recall",
@@ -321,7 +324,13 @@ def show_input(
     """Print the exact Responses API input the session would send now, as JSON."""
 
     async def load(store: MemoryStore) -> list[dict[str, Any]]:
-        memory = await store.attach(session_id, ltm_scopes=scopes)
+        memory = await preview_handle(store, session_id, scopes)
         return await memory.build_model_input(recall=recall)
 
-    print_json(run_with_store(ctx, load, read_only=True))
+    try:
+        print_json(run_with_store(ctx, load, read_only=True))
+    except SessionNotFoundError as missing:  # without --scope: a preview of nothing
+        raise click.ClickException(
+            f"session {missing.session_id!r} does not exist (with --scope SCOPE: the input a "
+            "new session of that scope would start with)"
+        ) from None

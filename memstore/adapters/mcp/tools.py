@@ -35,6 +35,7 @@ from memstore.db import reads
 from memstore.db import search as search_db
 from memstore.db.scope_search import confined_search
 from memstore.errors import SessionNotFoundError
+from memstore.memory.preview import preview_handle
 from memstore.memory.session import SessionMemory
 from memstore.memory.store import MemoryStore
 from memstore.model_side.agent_tools import Tool
@@ -205,11 +206,14 @@ class McpTools(Confinement):
     async def build_model_input(
         self, session_id: str, scopes: list[str] | None = None, recall: str | None = None
     ) -> str:
-        """``memory.build_model_input(recall=...)``: the Responses API input list, as JSON."""
+        """``memory.build_model_input(recall=...)``: the Responses API input list, as JSON.
+        A session that does not exist yet gets the input a new session of the first scope
+        would start with (:mod:`memstore.memory.preview`); nothing is written."""
         if scopes is None:
             scopes = [] if self.pinned is None else [self.pinned]
         chosen = [self.confined(scope, "scopes") for scope in scopes]
-        memory = await self.attach(session_id, ltm_scopes=chosen)
+        await self.session_info(session_id)  # refuses a session of another scope
+        memory = await preview_handle(self.store, session_id, chosen, estimator=self.estimator)
         return as_json(await memory.build_model_input(recall=recall))
 
     async def show_session(self, session_id: str) -> str:
@@ -353,15 +357,19 @@ class McpTools(Confinement):
             Tool(
                 "build_model_input",
                 "The session's bounded model input (Responses API input items, oldest first), "
-                "with long-term memories of the given scopes.",
+                "with long-term memories of the given scopes. For a session that does not "
+                "exist yet: the input a new session of the first scope would start with "
+                "(its memories, and with recall what its other sessions said).",
                 _object(
                     {
                         "session_id": SESSION_ID,
                         "scopes": {
                             "type": "array",
                             "items": self.scope_schema(),
-                            "description": "Long-term scopes to include as Relevant "
-                            f"memories (default: {self.pinned or 'none'}).",
+                            "description": "Scopes whose long-term entries are included "
+                            "as Relevant memories; the first is the scope of a session that "
+                            "records none, whose recall then spans that scope's sessions "
+                            f"(default: {self.pinned or 'none'}).",
                         },
                         "recall": {
                             "type": "string",
