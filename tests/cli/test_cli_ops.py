@@ -335,7 +335,12 @@ def test_db_current_and_upgrade(tmp_path: Path) -> None:
         command.downgrade(alembic_config(conn), "0001")
     engine.dispose()
     status = as_json(cli(path, "db", "current", "--json"))
-    assert status == {"current": "0001", "head": head_revision(), "up_to_date": False}
+    assert status == {
+        "current": "0001",
+        "head": head_revision(),
+        "up_to_date": False,
+        "newer": False,
+    }
     assert f"upgraded 0001 -> {head_revision()}" in cli(path, "db", "upgrade").output
     assert "already at" in cli(path, "db", "upgrade").output
 
@@ -358,6 +363,25 @@ def test_expected_failures_are_one_line_without_traceback(tmp_path: Path) -> Non
         assert proc.returncode == 1, proc.stderr
         assert "Traceback" not in proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr
+
+
+def test_a_newer_schema_says_to_upgrade_memstore_in_db_current_as_in_db_upgrade(
+    tmp_path: Path,
+) -> None:
+    from memstore.db.migrate import head_revision
+
+    newer = tmp_path / "newer.db"
+    write_worked_example(newer)
+    with sqlite3.connect(newer) as conn:
+        conn.execute("UPDATE alembic_version SET version_num = '9999'")
+    current = memstore_cli(newer, "db", "current")
+    upgrade = memstore_cli(newer, "db", "upgrade")
+    advice = f"the database schema (9999) is newer than this memstore ({head_revision()}); "
+    assert current.returncode == 0 and "db upgrade" not in current.stdout
+    assert current.stdout.strip().endswith(advice + "upgrade memstore to use it")
+    assert upgrade.returncode == 1 and advice + "upgrade memstore to use it" in upgrade.stderr
+    status = as_json(cli(newer, "db", "current", "--json"))
+    assert status["newer"] is True and status["up_to_date"] is False
 
 
 def test_busy_database_is_exit_1(worked_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
