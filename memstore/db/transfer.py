@@ -244,8 +244,17 @@ async def import_records(
         ConflictError: the database already has a session with that id (nothing written).
     """
     session_id, rows = parse_records(records, max_bytes)
-    await db.run_write(partial(_insert_rows, session_id=session_id, rows=rows))
+    await insert_records(db, session_id, rows)
     return session_id
+
+
+async def insert_records(db: Database, session_id: str, rows: Rows) -> None:
+    """Insert what :func:`parse_records` returned, in one transaction.
+
+    Raises:
+        ConflictError: the database already has a session with that id (nothing written).
+    """
+    await db.run_write(partial(_insert_rows, session_id=session_id, rows=rows))
 
 
 def _insert_rows(conn: Connection, session_id: str, rows: Rows) -> None:

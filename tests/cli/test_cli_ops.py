@@ -281,6 +281,8 @@ def test_import_rejects_bad_input_and_writes_nothing(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "record 1" in result.output
     bad.write_text("not json\n")
     assert "line 1" in cli(target, "import", str(bad)).output
+    # Checked before the database is opened: a new path is left without a file.
+    assert list(tmp_path.glob("copy.db*")) == []
 
 
 def test_prune_leaves_a_session_that_still_verifies(long_db: Path) -> None:
@@ -452,7 +454,11 @@ def test_import_validates_like_the_api_and_writes_nothing(
     copy = tmp_path / "copy.db"
     result = cli(copy, "import", str(bad))
     assert result.exit_code == 1 and named in result.output
-    assert as_json(cli(copy, "sessions", "--json")) == []
+    assert list(tmp_path.glob("copy.db*")) == []  # no database file made for nothing
+    existing = tmp_path / "existing.db"
+    assert cli(existing, "ltm", "set", "k", "v").exit_code == 0
+    assert cli(existing, "import", str(bad)).exit_code == 1
+    assert as_json(cli(existing, "sessions", "--json")) == []
 
 
 def test_an_export_to_a_device_leaves_the_device_alone(worked_db: Path) -> None:
