@@ -350,8 +350,8 @@ def show_reports(ctx: click.Context, session_id: str, as_json: bool) -> None:
     multiple=True,
     metavar="SCOPE",
     help="Include this scope's long-term entries and recall across its sessions, as a "
-    "session of that scope does; a SESSION that does not exist yet is shown as a new "
-    "session of the first --scope would start, and nothing is written (repeatable).",
+    "session of that scope does; a SESSION that does not exist yet gets the input a new "
+    "session of the first --scope would start with, and nothing is written (repeatable).",
 )
 @click.option(
     "--recall",

@@ -98,6 +98,7 @@ def read_stdin(ctx: click.Context) -> str:
 @click.option(
     "--scope",
     default=None,
+    metavar="SCOPE",
     help="Start SESSION in this long-term scope (user:alice): its entries, recall across "
     "the scope's sessions, consolidation. An existing session keeps the scope it started in.",
 )
