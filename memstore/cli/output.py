@@ -33,7 +33,7 @@ NARROW_COLUMNS = 100
 
 
 #: Items a table lists unless told otherwise: the newest ones. A table of all 200,000 items
-#: of a session took 80 s to print, far past what anyone reads on a terminal.
+#: of a session took 86 s to print, far past what anyone reads on a terminal.
 DEFAULT_ROWS = 100
 
 

@@ -1,7 +1,7 @@
 """A long session on a terminal: ``show`` and ``replay --at`` list the newest 100 items and
 say how many older ones they leave out; ``--limit N|all`` changes that, and ``--json`` lists
 every item unless ``--limit`` is given. (The figures on 200,000 items are in
-docs/operations.md; a table of every item took 80 s there.)"""
+docs/operations.md: a table of every item took 86 s there.)"""
 
 from __future__ import annotations
 
