@@ -8,7 +8,6 @@ Without the SDK (the ``mcp`` extra) it says how to install it, in one line.
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING
 
 import click
@@ -99,10 +98,8 @@ def mcp_serve(
             )
             await serve_http(server, sock, token)
 
-    try:
+    try:  # Ctrl-C stops the server (exit 130): every write has committed or never began
         run_with_store(ctx, serve, create=not read_only, read_only=read_only)
-    except KeyboardInterrupt:  # Ctrl-C: the server stops; every write committed or never began
-        sys.exit(130)
     finally:
         if sock is not None:
             sock.close()

@@ -25,7 +25,7 @@ from sqlalchemy import Connection, or_, select, tuple_
 from memstore.core.search_terms import SearchHit, SearchScope
 from memstore.db.engine import Database
 from memstore.db.reads import ITEM_COLUMNS
-from memstore.db.search import _item_hit, passage_rows, search_rows
+from memstore.db.search import _item_hit, passage_rows, search_rows, with_scope_sessions
 from memstore.db.tables import compactions, items, sessions
 
 if TYPE_CHECKING:
@@ -190,6 +190,7 @@ def confined_rows(
 
 def confined_scope(conn: Connection, search: SearchScope, scope: str) -> SearchScope:
     """``search`` narrowed to the sessions of ``scope`` and those of no scope (a read)."""
+    search = with_scope_sessions(conn, search)
     if search.sessions == ():
         return search
     members = scope_members(conn, scope, unscoped=True)

@@ -42,6 +42,7 @@ from memstore.db.engine import Database
 from memstore.db.fork import unique_hits
 from memstore.db.reads import ITEM_COLUMNS, row_to_item
 from memstore.db.tables import JSONDocument, UTCDateTime, items
+from memstore.db.tables import sessions as session_rows
 
 if TYPE_CHECKING:
     from memstore.db.vector_search import SemanticQuery
@@ -238,6 +239,7 @@ def search_rows(
     distinct ones are found or none is left. With ``semantic``, the rows are also ranked by
     meaning and the two rankings fused (or, when it says so, ranked by meaning alone).
     """
+    scope = with_scope_sessions(conn, scope)
     fetch = limit
     while True:
         ranked = _hybrid_rows(conn, terms, scope, fetch, now, semantic)
@@ -270,6 +272,17 @@ def _hybrid_rows(
     depth = limit * FUSION_DEPTH
     lexical = _ranked_rows(conn, terms, scope, depth, now) if terms else []
     return fuse_hits(lexical, semantic_rows(conn, semantic, scope, depth, now))[:limit]
+
+
+def with_scope_sessions(conn: Connection, scope: SearchScope) -> SearchScope:
+    """``scope`` with the sessions recorded in its ``session_scopes`` among its sessions
+    (read in the search's own transaction, so a session of another scope never appears)."""
+    if not scope.session_scopes or scope.sessions is None:
+        return scope
+    recorded = select(session_rows.c.id).where(session_rows.c.scope.in_(scope.session_scopes))
+    members = sorted(conn.execute(recorded).scalars())
+    chosen = tuple(dict.fromkeys([*scope.sessions, *members]))
+    return SearchScope(chosen, scope.scopes, scope.include_active)
 
 
 def _ranked_rows(

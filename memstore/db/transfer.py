@@ -249,11 +249,26 @@ async def import_records(
         ConflictError: the database already has a session with that id (nothing written).
     """
     session_id, checked = parse_records(records, max_bytes)
-    await db.run_write(partial(_insert_rows, session_id=session_id, records=checked))
+    await insert_records(db, session_id, checked)
     return session_id
 
 
-def _insert_rows(conn: Connection, session_id: str, records: list[Record]) -> None:
+#: What :func:`parse_records` makes of an export: its records, checked, in insertion order.
+Rows = list[Record]
+
+
+async def insert_records(db: Database, session_id: str, rows: Rows) -> None:
+    """Insert what :func:`parse_records` returned, in one transaction (checked against the
+    database there: ids, parent, origins), and index it.
+
+    Raises:
+        ConflictError: the database already has a session with that id (nothing written).
+        ValidationError: the records do not fit the database (nothing written).
+    """
+    await db.run_write(partial(_insert_rows, session_id=session_id, records=rows))
+
+
+def _insert_rows(conn: Connection, session_id: str, records: Rows) -> None:
     # The session row first, ON CONFLICT DO NOTHING: an import of the same session racing
     # this one is a ConflictError either way, never a constraint violation.
     created = conn.execute(

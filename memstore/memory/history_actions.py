@@ -9,17 +9,50 @@ the user's long-term memory now, so they stay unless ``with_derived`` deletes th
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from memstore.config import DEFAULT_MAX_ITEM_BYTES
 from memstore.core.validation import validate_flag, validate_session_id
+from memstore.errors import ValidationError
 
 if TYPE_CHECKING:
     from memstore.config import Settings
     from memstore.core.ltm_entries import LongTermEntry
     from memstore.db import Database
+    from memstore.db.transfer import Rows
     from memstore.memory.embedding import EmbeddingService
     from memstore.memory.long_term import LongTermMemory
+
+
+@dataclass(frozen=True)
+class CheckedExport:
+    """An export's records, checked as an import checks them, ready to insert.
+
+    Attributes:
+        session_id: The exported session.
+        rows: The rows to insert, by table.
+        max_item_bytes: The largest item they were checked to accept.
+    """
+
+    session_id: str
+    rows: Rows
+    max_item_bytes: int
+
+
+def check_export(
+    records: Iterable[Mapping[str, Any]], *, max_item_bytes: int = DEFAULT_MAX_ITEM_BYTES
+) -> CheckedExport:
+    """Check an export's records before any database is opened (pure: no I/O).
+
+    Raises:
+        ValidationError: naming the record and field that is wrong.
+    """
+    from memstore.db.transfer import parse_records
+
+    session_id, rows = parse_records(records, max_item_bytes)
+    return CheckedExport(session_id, rows, max_item_bytes)
 
 
 class HistoryActions:
@@ -44,20 +77,35 @@ class HistoryActions:
 
         return await transfer.export_records(self._db, validate_session_id(session_id))
 
-    async def import_session(self, records: Iterable[Mapping[str, Any]]) -> str:
+    async def import_session(self, records: Iterable[Mapping[str, Any]] | CheckedExport) -> str:
         """Insert an exported session, in one transaction; return its id.
+
+        Args:
+            records: The export's records, or what :func:`check_export` made of them (checked
+                before any database was opened: a failed check creates no file).
 
         Raises:
             ValidationError: a malformed record, or a ledger ``memstore check`` would refuse
-                (:mod:`memstore.core.import_checks`), naming record and field (nothing written).
+                (:mod:`memstore.core.import_checks`), naming record and field (nothing written);
+                records checked against a larger item size than this store allows.
             ConflictError: a session with that id exists here already (nothing written).
         """
         from memstore.db import transfer
 
-        session_id = await transfer.import_records(self._db, records, self.settings.max_item_bytes)
+        limit = self.settings.max_item_bytes
+        if not isinstance(records, CheckedExport):
+            checked = check_export(records, max_item_bytes=limit)
+        elif records.max_item_bytes > limit:
+            raise ValidationError(
+                "records",
+                f"checked for items of {records.max_item_bytes} bytes; this store takes {limit}",
+            )
+        else:
+            checked = records
+        await transfer.insert_records(self._db, checked.session_id, checked.rows)
         if self.embedding is not None:  # a bulk of new rows: embed them in the background
             self.embedding.start()
-        return session_id
+        return checked.session_id
 
     async def prune(
         self,

@@ -43,8 +43,9 @@ class SearchActions:
 
         Args:
             query: Words to look for (text, not syntax: any character is safe).
-            sessions: Only these sessions. Given alone, no long-term entry is searched.
-            scopes: Only these long-term scopes. Given alone, no session is searched.
+            sessions: These sessions' history. Given alone, no long-term entry is searched.
+            scopes: These scopes' long-term entries, and the history of the sessions
+                recorded in them (``store.session(id, scope=...)``).
             limit: Hits to return at most (1-1,000), best first.
             mode: ``"lexical"``, ``"semantic"`` or ``"hybrid"``; by default hybrid with an
                 embedder, lexical without (see :mod:`memstore.core.embedder`).

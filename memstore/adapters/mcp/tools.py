@@ -38,6 +38,7 @@ from memstore.db import search as search_db
 from memstore.db.scope_search import confined_scope, confined_search
 from memstore.errors import SessionNotFoundError
 from memstore.memory.embedding import ranking
+from memstore.memory.preview import preview_handle
 from memstore.memory.session import SessionMemory
 from memstore.memory.store import MemoryStore
 from memstore.model_side.agent_tools import Tool
@@ -139,22 +140,20 @@ class McpTools(Confinement):
         limit: int = 10,
         mode: str | None = None,
     ) -> str:
-        """``store.search``, confined: a pinned server searches long-term entries of its scope
-        and the history of its scope's sessions and of unscoped ones only. ``session_id``
-        narrows the history to one session (and, without ``scope``, leaves long-term memory
-        out); a session of another scope is refused. With an embedder it ranks hybrid."""
+        """``store.search``, confined. As in the API, each argument adds what it selects:
+        ``session_id`` that session's history, ``scope`` that scope's long-term entries and
+        the history of the sessions recorded in it; neither, everything this server serves
+        (a pinned server: its scope's entries, the history of its scope's sessions and of
+        unscoped ones). A session of another scope is refused. With an embedder it ranks hybrid."""
         terms = search_terms(query)
-        scopes: tuple[str, ...] | None
-        if scope is not None:
-            scopes = (self.confined(scope),)
-        elif self.pinned is not None:
-            scopes = (self.pinned,)
-        else:
-            scopes = None if session_id is None else ()
-        sessions = None if session_id is None else (validate_session_id(session_id),)
+        sessions = None if session_id is None else [validate_session_id(session_id)]
+        scopes = None if scope is None else [self.confined(scope)]
+        chosen = SearchScope.across(sessions, scopes)
+        if session_id is None and scope is None and self.pinned is not None:
+            chosen = SearchScope(None, (self.pinned,))
         if session_id is not None and self.pinned is not None:
             await self.session_info(session_id)  # refuses another scope's session
-        chosen, count = SearchScope(sessions, scopes), validate_limit(limit)
+        count = validate_limit(limit)
         if self.pinned is None:
             terms, semantic = await ranking(self.store.embedding, query, terms, chosen, mode)
             hits = await search_db.search(
@@ -220,11 +219,14 @@ class McpTools(Confinement):
     async def build_model_input(
         self, session_id: str, scopes: list[str] | None = None, recall: str | None = None
     ) -> str:
-        """``memory.build_model_input(recall=...)``: the Responses API input list, as JSON."""
+        """``memory.build_model_input(recall=...)``: the Responses API input list, as JSON.
+        A session that does not exist yet gets the input a new session of the first scope
+        would start with (:mod:`memstore.memory.preview`); nothing is written."""
         if scopes is None:
             scopes = [] if self.pinned is None else [self.pinned]
         chosen = [self.confined(scope, "scopes") for scope in scopes]
-        memory = await self.attach(session_id, ltm_scopes=chosen)
+        await self.session_info(session_id)  # refuses a session of another scope
+        memory = await preview_handle(self.store, session_id, chosen, estimator=self.estimator)
         return as_json(await memory.build_model_input(recall=recall))
 
     async def show_session(self, session_id: str) -> str:
@@ -307,16 +309,20 @@ class McpTools(Confinement):
                 "search",
                 "Search everything ever stored for words: every session's items (also those "
                 "compaction removed, with their fate) and summaries, and long-term memories. "
-                "Best match first.",
+                "session_id and scope each add what they select. Best match first.",
                 _object(
                     {
                         "query": {"type": "string", "description": "Words to look for."},
                         "session_id": SESSION_ID
                         | {
-                            "description": "Only this session's history (and no memories "
-                            "unless scope is given)."
+                            "description": "This session's history (and no memories unless "
+                            "scope is given)."
                         },
-                        **scope,
+                        "scope": self.scope_schema()
+                        | {
+                            "description": "This scope's memories and the history of its "
+                            "sessions" + ("." if self.pinned is None else f" (only {self.pinned}).")
+                        },
                         "limit": {
                             "type": "integer",
                             "minimum": 1,
@@ -370,15 +376,19 @@ class McpTools(Confinement):
             Tool(
                 "build_model_input",
                 "The session's bounded model input (Responses API input items, oldest first), "
-                "with long-term memories of the given scopes.",
+                "with long-term memories of the given scopes. For a session that does not "
+                "exist yet: the input a new session of the first scope would start with "
+                "(its memories, and with recall what its other sessions said).",
                 _object(
                     {
                         "session_id": SESSION_ID,
                         "scopes": {
                             "type": "array",
                             "items": self.scope_schema(),
-                            "description": "Long-term scopes to include as Relevant "
-                            f"memories (default: {self.pinned or 'none'}).",
+                            "description": "Scopes whose long-term entries are included "
+                            "as Relevant memories; the first is the scope of a session that "
+                            "records none, whose recall then spans that scope's sessions "
+                            f"(default: {self.pinned or 'none'}).",
                         },
                         "recall": {
                             "type": "string",
