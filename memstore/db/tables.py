@@ -23,22 +23,15 @@ Design notes:
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime
-from typing import Any
-
 from sqlalchemy import (
     JSON,
     BigInteger,
     Column,
-    DateTime,
     Float,
     ForeignKey,
     ForeignKeyConstraint,
     Index,
     Integer,
-    LargeBinary,
-    MetaData,
     PrimaryKeyConstraint,
     String,
     Table,
@@ -46,68 +39,8 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
-from sqlalchemy.engine import Dialect
-from sqlalchemy.types import TypeDecorator
 
-NAMING_CONVENTION = {
-    "ix": "ix_%(column_0_label)s",
-    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
-
-metadata = MetaData(naming_convention=NAMING_CONVENTION)
-
-
-class UTCDateTime(TypeDecorator[datetime]):
-    """Timezone-aware UTC datetimes on every backend (SQLite stores them naive)."""
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError("naive datetime given to a UTC column")
-        value = value.astimezone(UTC)
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
-
-    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            return value.replace(tzinfo=UTC)  # type: ignore[no-any-return]
-        return value.astimezone(UTC)  # type: ignore[no-any-return]
-
-
-class JSONDocument(TypeDecorator[Any]):
-    """JSON that reads back exactly as it was written, on every backend.
-
-    SQLite gives a column declared ``JSON`` NUMERIC affinity, so a stored ``1.0`` came back as
-    the integer 1 and ``2**80`` as a float. On SQLite this type is a TEXT column holding the
-    JSON text (encoded and decoded here); elsewhere it is the backend's JSON type. ``None``
-    is SQL NULL, not the JSON text ``null``.
-    """
-
-    impl = JSON
-    cache_ok = True
-
-    def load_dialect_impl(self, dialect: Dialect) -> Any:
-        if dialect.name == "sqlite":
-            return dialect.type_descriptor(Text())
-        return dialect.type_descriptor(JSON(none_as_null=True))
-
-    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
-        if dialect.name != "sqlite" or value is None:
-            return value
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
-        if dialect.name != "sqlite" or not isinstance(value, str):
-            return value
-        return json.loads(value)
-
+from memstore.db.column_types import JSONDocument, UTCDateTime, metadata
 
 sessions = Table(
     "sessions",
@@ -383,98 +316,33 @@ consolidated_facts = Table(
     ),
 )
 
-# pydantic-ai's conversation store (migration 0014; memstore.db.conversation_tree): a tree of
-# message entries shared by forks, and one record per conversation naming its newest entry.
-# Keys are memstore.core.conversation_keys's; the foreign keys make a record or a branch that
-# names a missing entry, or an entry whose parent is missing, impossible.
-conversation_entries = Table(
-    "conversation_entries",
-    metadata,
-    Column("id", Text, primary_key=True),
-    Column("name", Text, nullable=True),  # the escaped id, when the key is its digest
-    Column("parent_id", Text, ForeignKey("conversation_entries.id"), nullable=True),
-    Column("kind", String(32), nullable=False),
-    Column("message", Text, nullable=False),  # the message's JSON, as pydantic-ai dumped it
-    Column("text", Text, nullable=False),  # what it says, for show and search
-    Column("created_at", UTCDateTime, nullable=False),
-    Index("ix_conversation_entries_parent_id", "parent_id"),  # the walk down a delete makes
+# The tables of the conversation store and of stored vectors live beside these, on the same
+# metadata: imported here so the schema (migrations' comparisons, tests) is whole.
+from memstore.db.conversation_tables import (  # noqa: E402
+    conversation_branches,
+    conversation_entries,
+    conversations,
 )
+from memstore.db.vector_tables import embedders, entry_vectors, item_vectors  # noqa: E402
 
-conversations = Table(
-    "conversations",
-    metadata,
-    Column("key", Text, primary_key=True),
-    Column("name", Text, nullable=True),
-    Column("scope", Text, nullable=True),
-    Column("scope_name", Text, nullable=True),
-    Column("head_id", Text, ForeignKey("conversation_entries.id"), nullable=True),
-    Column("revision", Text, nullable=False),
-    Column("updated_at", UTCDateTime, nullable=False),
-    Column("usage", Text, nullable=False),
-    Column("deferred_tool_requests", Text, nullable=True),
-    Column("forked_from", Text, nullable=True),
-    Column("forked_at", Text, nullable=True),
-    Column("title", Text, nullable=True),
-    Column("metadata", Text, nullable=True),
-    Column("format_version", Integer, nullable=False),
-    Index("ix_conversations_scope", "scope", "updated_at"),
-    Index("ix_conversations_updated_at", "updated_at"),
-    Index("ix_conversations_head_id", "head_id"),
-)
-
-#: The last entries of the branches a conversation left, in order: with the heads, what keeps
-#: entries from being collected.
-conversation_branches = Table(
+__all__ = [
+    "JSONDocument",
+    "UTCDateTime",
+    "compactions",
+    "consolidated_facts",
+    "consolidated_items",
+    "consolidations",
     "conversation_branches",
-    metadata,
-    Column(
-        "conversation", Text, ForeignKey("conversations.key", ondelete="CASCADE"), nullable=False
-    ),
-    Column("position", Integer, nullable=False),
-    Column("entry_id", Text, ForeignKey("conversation_entries.id"), nullable=False),
-    PrimaryKeyConstraint("conversation", "position"),
-    Index("ix_conversation_branches_entry_id", "entry_id"),
-)
-
-#: Each embedder that stored vectors here: its dimensions, and a generation every vector
-#: write bumps, so an in-process cache sees another process's writes (migration 0015).
-embedders = Table(
+    "conversation_entries",
+    "conversations",
     "embedders",
-    metadata,
-    Column("name", String(200), primary_key=True),
-    Column("dimensions", Integer, nullable=False),
-    Column("generation", BigInteger, nullable=False),
-)
-
-#: An item's vector per embedder (float32 bytes), or the error that kept it from having one.
-item_vectors = Table(
-    "item_vectors",
-    metadata,
-    Column("item_id", String(36), ForeignKey("items.id", ondelete="CASCADE"), nullable=False),
-    Column("embedder", String(200), ForeignKey("embedders.name"), nullable=False),
-    Column("generation", BigInteger, nullable=False),
-    Column("vector", LargeBinary, nullable=True),
-    Column("error", Text, nullable=True),
-    PrimaryKeyConstraint("item_id", "embedder"),
-    # The cache loads what is newer than the generation it holds; check counts per embedder.
-    Index("ix_item_vectors_embedder", "embedder", "generation"),
-)
-
-#: A long-term entry's vector per embedder, for the entry version it embeds.
-entry_vectors = Table(
     "entry_vectors",
-    metadata,
-    Column("scope", String(128), nullable=False),
-    Column("key", String(256), nullable=False),
-    Column("embedder", String(200), ForeignKey("embedders.name"), nullable=False),
-    Column("entry_version", Integer, nullable=False),
-    Column("vector", LargeBinary, nullable=True),
-    Column("error", Text, nullable=True),
-    PrimaryKeyConstraint("scope", "key", "embedder"),
-    ForeignKeyConstraint(
-        ["scope", "key"],
-        ["ltm_entries.scope", "ltm_entries.key"],
-        name="fk_entry_vectors_scope_ltm_entries",
-        ondelete="CASCADE",
-    ),
-)
+    "input_counts",
+    "item_vectors",
+    "items",
+    "ltm_entries",
+    "ltm_history",
+    "metadata",
+    "sessions",
+    "summaries",
+]
