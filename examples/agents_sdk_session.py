@@ -5,7 +5,7 @@ key and no network are needed. The agent looks orders up with a function tool ov
 turns; the session's small limits make memstore compact several times, keeping every call
 with its output. At the end the audit shows what was kept and what was forgotten, and why.
 
-    pip install 'memstore[agents]'
+    pip install '.[agents]'          # in memstore's checkout
     python examples/agents_sdk_session.py --db orders.db
 """
 

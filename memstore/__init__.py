@@ -17,6 +17,7 @@ from memstore.version import __version__
 if TYPE_CHECKING:
     from memstore.config import Settings
     from memstore.core.consolidation_report import ConsolidationReport
+    from memstore.core.embedder import Embedder
     from memstore.core.records import CompactionReport, SessionHistory, SessionInfo
     from memstore.core.search_terms import SearchHit
     from memstore.core.tokens import ByteEstimator, TiktokenEstimator, TokenEstimator, WordEstimator
@@ -26,8 +27,11 @@ if TYPE_CHECKING:
         ConfigurationError,
         ConflictError,
         ConnectionFailedError,
+        ConversationConflictError,
         CorruptDatabaseError,
         DatabaseMissingError,
+        EmbedderMismatchError,
+        EmbeddingError,
         EntryNotFoundError,
         EstimatorMismatchError,
         ForkedHistoryError,
@@ -61,6 +65,7 @@ if TYPE_CHECKING:
     from memstore.memory.long_term import LongTermChange, LongTermEntry, LongTermMemory
     from memstore.memory.session import SessionMemory
     from memstore.memory.store import MemoryStore
+    from memstore.model_side.embedders import OpenAIEmbedder, WordLlamaEmbedder
     from memstore.model_side.openai_summarizer import OpenAISummarizer
 
 _EXPORTS = {
@@ -70,9 +75,13 @@ _EXPORTS = {
     "ConfigurationError": "memstore.errors",
     "ConsolidationReport": "memstore.core.consolidation_report",
     "ConflictError": "memstore.errors",
+    "ConversationConflictError": "memstore.errors",
     "ConnectionFailedError": "memstore.errors",
     "CorruptDatabaseError": "memstore.errors",
     "DatabaseMissingError": "memstore.errors",
+    "Embedder": "memstore.core.embedder",
+    "EmbedderMismatchError": "memstore.errors",
+    "EmbeddingError": "memstore.errors",
     "EntryNotFoundError": "memstore.errors",
     "EstimatorMismatchError": "memstore.errors",
     "ExtractiveSummarizer": "memstore.extraction.summarizer",
@@ -99,6 +108,7 @@ _EXPORTS = {
     "NotADatabaseError": "memstore.errors",
     "NotFoundError": "memstore.errors",
     "OfflineExtractor": "memstore.extraction.extractor",
+    "OpenAIEmbedder": "memstore.model_side.embedders",
     "OpenAISummarizer": "memstore.model_side.openai_summarizer",
     "Priority": "memstore.core.values",
     "ReadOnlyDatabaseError": "memstore.errors",
@@ -122,6 +132,7 @@ _EXPORTS = {
     "ValidationError": "memstore.errors",
     "VersionConflictError": "memstore.errors",
     "WordEstimator": "memstore.core.tokens",
+    "WordLlamaEmbedder": "memstore.model_side.embedders",
 }
 
 
@@ -148,8 +159,12 @@ __all__ = [
     "ConflictError",
     "ConnectionFailedError",
     "ConsolidationReport",
+    "ConversationConflictError",
     "CorruptDatabaseError",
     "DatabaseMissingError",
+    "Embedder",
+    "EmbedderMismatchError",
+    "EmbeddingError",
     "EntryNotFoundError",
     "EstimatorMismatchError",
     "ExtractiveSummarizer",
@@ -176,6 +191,7 @@ __all__ = [
     "NotADatabaseError",
     "NotFoundError",
     "OfflineExtractor",
+    "OpenAIEmbedder",
     "OpenAISummarizer",
     "Priority",
     "ReadOnlyDatabaseError",
@@ -199,5 +215,6 @@ __all__ = [
     "ValidationError",
     "VersionConflictError",
     "WordEstimator",
+    "WordLlamaEmbedder",
     "__version__",
 ]

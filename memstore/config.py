@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -297,3 +298,19 @@ def fault_point(name: str) -> None:
 
 
 _FAULT = os.environ.get("MEMSTORE_FAULT")
+
+
+def pause_point(name: str) -> None:
+    """Stop the process here if ``MEMSTORE_PAUSE`` names this point (race tests).
+
+    A test seam: ``MEMSTORE_PAUSE=purge-read`` makes a worker stop itself with SIGSTOP when it
+    reaches that point, inside its transaction and holding whatever locks it took, until the
+    test sends SIGCONT. That is how a test forces the interleaving a race needs (another
+    process runs while this one sits in the window) every time, not by luck. Read once, at
+    import; unset, the point costs one comparison.
+    """
+    if name == _PAUSE:
+        os.kill(os.getpid(), signal.SIGSTOP)
+
+
+_PAUSE = os.environ.get("MEMSTORE_PAUSE")

@@ -20,11 +20,14 @@ so that programs never parse messages. Builtin bases are added where they help c
     │   ├── LeaseHeldError                    another worker holds the compaction lease
     │   ├── IdempotencyConflictError          same key, different content
     │   ├── EstimatorMismatchError            session counted by another estimator
+    │   ├── EmbedderMismatchError             an embedder name stored with other dimensions
     │   ├── VersionConflictError              long-term entry at another version
     │   ├── SessionExistsError                a fork's new session id is taken
-    │   └── ForkedHistoryError                purge refused: forks hold copies of the history
+    │   ├── ForkedHistoryError                purge refused: forks hold copies of the history
+    │   └── ConversationConflictError         a stored conversation changed since it was read
     ├── ModelError                            the model side failed (agent, chat, summaries)
     │   ├── ModelCallError                    HTTP error, timeout, unreachable or malformed reply
+    │   ├── EmbeddingError                    an embedder failed or returned unusable vectors
     │   └── ToolLoopError                     the model kept calling tools past the round limit
     └── StorageError                          the database refused or failed
         ├── ConnectionFailedError             the database server could not be reached or refused us
@@ -205,6 +208,21 @@ class EstimatorMismatchError(ConflictError):
         self.field = "estimator"
 
 
+class EmbedderMismatchError(ConflictError):
+    """Vectors of this embedder name are stored with another dimension count: one name,
+    one vector size (give a new model or size a new name)."""
+
+    def __init__(self, embedder: str, *, expected: int, actual: int) -> None:
+        super().__init__(
+            f"embedder: {embedder!r} stored vectors of {expected} dimensions here, this one "
+            f"has {actual}; give a different model or size a name of its own",
+            expected=expected,
+            actual=actual,
+        )
+        self.embedder = embedder
+        self.field = "embedder"
+
+
 class VersionConflictError(ConflictError):
     """A long-term entry's compare-and-set found another version; nothing was written.
 
@@ -253,6 +271,21 @@ class ForkedHistoryError(ConflictError):
         self.field = "with_forks"
 
 
+class ConversationConflictError(ConflictError):
+    """A stored conversation (pydantic-ai's conversation store) was saved, deleted or created
+    since it was read, or a write names an entry stored nowhere; nothing was written.
+
+    Attributes:
+        conversation_id: The conversation.
+        reason: What was found instead of what the write expected.
+    """
+
+    def __init__(self, conversation_id: str, reason: str) -> None:
+        super().__init__(f"conversation {conversation_id[:80]!r}: {reason}")
+        self.conversation_id = conversation_id
+        self.reason = reason
+
+
 class ModelError(MemstoreError):
     """A call to a model, or the agent loop around it, failed."""
 
@@ -267,6 +300,11 @@ class ModelCallError(ModelError):
     def __init__(self, message: str, *, status_code: int | None = None) -> None:
         super().__init__(message)
         self.status_code = status_code
+
+
+class EmbeddingError(ModelError):
+    """An embedder failed, or returned something other than one vector of its dimensions per
+    text. A search falls back to full text; the background embedding records it."""
 
 
 class ToolLoopError(ModelError):

@@ -20,7 +20,13 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("command line", ("memstore.cli", "memstore.__main__")),
     (
         "public names",
-        ("memstore.__init__", "memstore.agent", "memstore.openai_agents", "memstore.offline_model"),
+        (
+            "memstore.__init__",
+            "memstore.agent",
+            "memstore.openai_agents",
+            "memstore.offline_model",
+            "memstore.pydantic_ai",
+        ),
     ),
     ("adapters", ("memstore.adapters",)),
     ("model side", ("memstore.model_side",)),

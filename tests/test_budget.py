@@ -94,6 +94,12 @@ def test_tools_count_by_their_definition() -> None:
         ({"context_window": 1_000, "max_output_tokens": True}, "max_output_tokens"),
         ({"context_window": 1_000, "max_output_tokens": 10, "instructions": 5}, "instructions"),
         ({"context_window": 1_000, "max_output_tokens": 10, "tools": [object()]}, "tools"),
+        # Not a list of schemas: no longer counted as if it were one.
+        ({"context_window": 1_000, "max_output_tokens": 10, "tools": "notalist"}, "tools"),
+        ({"context_window": 1_000, "max_output_tokens": 10, "tools": TOOLS[0]}, "tools"),
+        ({"context_window": 1_000, "max_output_tokens": 10, "tools": ["lookup"]}, "tools"),
+        ({"context_window": 1_000, "max_output_tokens": 10, "tools": 3}, "tools"),
+        ({"context_window": 1_000, "max_output_tokens": 10, "tools": ""}, "tools"),
     ],
 )
 def test_no_room_or_a_bad_value_names_the_field(arguments: dict[str, object], field: str) -> None:

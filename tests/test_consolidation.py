@@ -224,6 +224,16 @@ async def test_a_dry_run_writes_nothing(any_store: MemoryStore) -> None:
     assert [d.key for d in done.written] == [d.key for d in preview.written]
 
 
+@pytest.mark.parametrize("flag", ["yes", "no", 1, None])
+async def test_a_dry_run_flag_that_is_no_bool_is_refused(any_store: MemoryStore, flag: Any) -> None:
+    memory = await said(any_store, "s1", CONVERSATION, consolidate=False)
+    counts = await table_counts(any_store)
+    with pytest.raises(ValidationError) as refused:
+        await memory.consolidate(dry_run=flag)
+    assert refused.value.field == "dry_run"
+    assert await table_counts(any_store) == counts
+
+
 # -- people win; supersession -------------------------------------------------------------------
 
 

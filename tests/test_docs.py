@@ -54,20 +54,50 @@ BLOCKS = python_blocks()
 
 #: What the example runner prints before its answer: an example's own output never does.
 ANSWER = "@@memstore-docs-answer@@ "
-#: Reads one JSON request a line (program, name, directory); runs it; answers in one line.
+#: Reads one JSON request a line (program, name, directory); runs it; answers in one line:
+#: its traceback, or the lines of the ``print`` calls that never showed a value. A call's
+#: arguments other than literals are the values it promises (``print("compacted:",
+#: report.removed)`` promises ``report.removed``); a call that never ran, or only ever
+#: printed ``None`` or empty values, showed nothing.
 RUNNER = f"""
-import contextlib, io, json, os, sys, traceback
+import ast, builtins, contextlib, io, json, os, sys, traceback
+
+def promises(program):
+    calls = {{}}
+    for node in ast.walk(ast.parse(program)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
+            values = [n for n, arg in enumerate(node.args) if not isinstance(arg, ast.Constant)]
+            calls[(node.lineno, node.end_lineno)] = values
+    return calls
+
+def empty(value):
+    return value is None or (isinstance(value, (str, list, tuple, dict, set)) and not value)
+
 for line in sys.stdin:
     request = json.loads(line)
     os.chdir(request["cwd"])
     environment = dict(os.environ)
     os.environ.update(request["env"])
     output = io.StringIO()
+    calls = promises(request["program"])
+    shown = set()
+
+    def tracking_print(*args, **kwargs):
+        frame = sys._getframe(1)
+        if frame.f_code.co_filename == request["where"]:
+            for (first, last), values in calls.items():
+                if first <= frame.f_lineno <= last and (
+                    not values or any(not empty(args[n]) for n in values if n < len(args))
+                ):
+                    shown.add((first, last))
+        builtins.print(*args, **kwargs)
+
     try:
         with contextlib.redirect_stdout(output):
             code = compile(request["program"], request["where"], "exec")
-            exec(code, {{"__name__": "__main__"}})
-        answer = {{"ok": True}}
+            exec(code, {{"__name__": "__main__", "print": tracking_print}})
+        silent = sorted(first for first, last in set(calls) - shown)
+        answer = {{"ok": True, "silent": silent}}
     except BaseException:
         answer = {{"ok": False, "error": traceback.format_exc()}}
     finally:
@@ -103,7 +133,8 @@ def runner() -> Iterator[subprocess.Popen[str]]:
 
 
 def run_example(runner: subprocess.Popen[str], where: str, program: str, cwd: Path) -> str:
-    """Run ``program`` in the runner; its traceback, or ``""`` when it ran to the end."""
+    """Run ``program`` in the runner; its traceback, or the lines of the prints that showed
+    nothing (:data:`RUNNER`), or ``""`` when it ran to the end and printed what it says."""
     assert runner.stdin is not None and runner.stdout is not None
     env = {"MEMSTORE_DB": str(cwd / "env.db")}
     request = {"program": program, "where": where, "cwd": str(cwd), "env": env}
@@ -112,7 +143,12 @@ def run_example(runner: subprocess.Popen[str], where: str, program: str, cwd: Pa
     for line in runner.stdout:
         if line.startswith(ANSWER):
             answer = json.loads(line.removeprefix(ANSWER))
-            return "" if answer["ok"] else str(answer["error"])
+            if not answer["ok"]:
+                return str(answer["error"])
+            lines = program.splitlines()
+            return "".join(
+                f"line {n} printed nothing: {lines[n - 1].strip()}\n" for n in answer["silent"]
+            )
     raise AssertionError(f"{where}: the example runner died")
 
 
@@ -128,7 +164,19 @@ def test_every_python_example_runs(
         assert "asyncio.run(main())" in body, f"{where}: neither a program nor a fragment"
         program = body
     error = run_example(runner, where, program, tmp_path)
+    if where in PRINTS_NOTHING_YET and error.startswith("line "):
+        pytest.xfail(PRINTS_NOTHING_YET[where])
     assert error == "", f"{where}:\n{error[-3000:]}"
+    assert where not in PRINTS_NOTHING_YET, f"{where} prints it now: take it off the list"
+
+
+#: Examples that run but print nothing where they promise something, for a known reason of
+#: the product's (reported as expected failures until it is fixed, then the test says so).
+PRINTS_NOTHING_YET = {
+    "consolidation.md#1": "consolidation keeps entries within 20% of the tokens it consumed: "
+    "the example's three turns (59 tokens) leave 11, and every fact, a preference among them, "
+    "is skipped 'over the budget', so its loop over the scope's entries prints nothing",
+}
 
 
 def test_there_are_examples_to_run() -> None:

@@ -251,10 +251,19 @@ async def test_export_and_import_carry_the_parent(any_store: MemoryStore, tmp_pa
     assert records[0]["parent_id"] == "p" and records[0]["parent_version"] == 6
     assert all(r["origin_id"] for r in records if r["type"] == "item")
     async with MemoryStore.open(tmp_path / "copy.db") as other:
+        # A fork names its parent: the parent comes first.
+        with pytest.raises(ValidationError) as orphan:
+            await other.import_session(records)
+        assert orphan.value.field == "record 1.parent_id"
+        assert await other.sessions() == []
+        assert await other.import_session(await any_store.export_session("p")) == "p"
         assert await other.import_session(records) == "f"
         info = await other.session_info("f")
         assert (info.parent_id, info.parent_version) == ("p", 6)
         assert await other.check() == []
+        # The copies are the parent's passages: a search across both lists each once.
+        hits = await other.search("sister Ingrid Trondheim", limit=10)
+        assert len([h for h in hits if h.source == "item" and "Ingrid" in h.text]) == 1
 
 
 async def test_forks_taken_while_another_process_writes_are_consistent(backend_url: str) -> None:

@@ -93,6 +93,24 @@ async def test_store_search_across_sessions_and_long_term_memory(any_store: Memo
     assert [h.entry.value for h in by_key if h.entry is not None] == ["vim"]
 
 
+async def test_a_scope_selects_its_sessions_and_its_entries(any_store: MemoryStore) -> None:
+    """One meaning of a scope: the sessions recorded in it and its long-term entries; never
+    another scope's sessions, nor the unscoped ones."""
+    for session_id, scope in [("a-1", "user:alice"), ("b-1", "user:bob"), ("n-1", None)]:
+        memory = any_store.session(session_id, scope=scope, estimator=WordEstimator())
+        await memory.add("user", f"Lisbon trip notes of {session_id}.")
+    await any_store.ltm.set("city", "Lisbon", scope="user:alice")
+    await any_store.ltm.set("city", "Lisbon too", scope="user:bob")
+    alice = await any_store.search("Lisbon", scopes=["user:alice"])
+    where = sorted((h.source, h.session_id or h.entry.scope) for h in alice if h.entry or h.item)
+    assert where == [("item", "a-1"), ("ltm", "user:alice")]
+    both = await any_store.search("Lisbon", sessions=["n-1"], scopes=["user:alice"])
+    assert sorted(h.session_id for h in both if h.source == "item") == ["a-1", "n-1"]
+    assert [h.entry.scope for h in both if h.entry is not None] == ["user:alice"]
+    nobody = await any_store.search("Lisbon", scopes=["user:carol"])
+    assert nobody == []
+
+
 async def test_entries_leave_the_index_when_deleted_or_changed(any_store: MemoryStore) -> None:
     await any_store.ltm.set("pet", "a parrot named Kiwi", scope="global")
     await any_store.ltm.set("pet", "a tortoise named Boris", scope="global")

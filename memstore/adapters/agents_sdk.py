@@ -32,7 +32,7 @@ memstore's own threads); a PostgreSQL store's connections belong to one loop, so
 gets a store of its own, opened there and closed there.
 
 This module never imports the SDK at import time: it is importable without it (``pip install
-'memstore[agents]'`` for the SDK itself).
+'.[agents]'`` in memstore's checkout for the SDK itself).
 """
 
 from __future__ import annotations

@@ -19,6 +19,9 @@ from memstore.config import default_database
 from memstore.errors import MemstoreError, ValidationError
 from memstore.version import __version__
 
+#: The exit code of a command stopped by Ctrl-C: 128 + SIGINT, as shells report it.
+INTERRUPTED = 130
+
 #: Each command and where it lives: a command's module (and what it imports: rich, openai,
 #: Alembic...) is loaded only when that command runs, or for ``--help``.
 COMMANDS = {
@@ -27,6 +30,7 @@ COMMANDS = {
     "check": "memstore.cli.check:check",
     "compact": "memstore.cli.write:compact_session",
     "consolidate": "memstore.cli.consolidate:consolidate_session",
+    "conversations": "memstore.cli.conversations:conversations_group",
     "db": "memstore.cli.db:db_group",
     "demo": "memstore.cli.demo:demo",
     "export": "memstore.cli.transfer:export_session",
@@ -67,7 +71,22 @@ OPTION_FIELDS = {
     "expected_version": "'--expect-version'",
     "http": "'--http'",
     "context_window": "'--context-window'",
+    "embedder": "'--embedder'",
+    "mode": "'--mode'",
     "max_output_tokens": "'--max-output-tokens'",
+}
+
+
+#: Fields that the API names otherwise than the command's option or argument that carries
+#: them (any other field is looked up under its own name): ``hard`` is ``--hard-limit``.
+PARAM_NAMES = {
+    "hard": ("hard_limit",),
+    "target": ("target_limit",),
+    "at": ("at_version",),
+    "scope": ("scopes",),
+    "ltm_scopes": ("scopes", "scope"),
+    "scopes": ("scope",),
+    "session_id": ("session",),
 }
 
 
@@ -81,6 +100,7 @@ SUMMARIES = {
     "compact": "Compact SESSION now: drop noise, summarize unprotected items, enforce the target.",
     "consolidate": "Distil what SESSION said into long-term entries of its scope (--dry-run: "
     "preview).",
+    "conversations": "pydantic-ai conversations stored here: list, show, search, delete.",
     "db": "The database schema (Alembic revisions).",
     "demo": "Run a scripted incident investigation offline and watch memory compact.",
     "export": "Write every item, summary and report of SESSION as JSON Lines.",
@@ -131,14 +151,58 @@ class MemstoreGroup(click.Group):
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             ctx.exit(0)
+        except KeyboardInterrupt:
+            interrupted(ctx)
+        except click.Abort as error:
+            # click's prompts turn Ctrl-C into Abort (``n`` to a confirmation is one too).
+            if isinstance(error.__context__, KeyboardInterrupt):
+                interrupted(ctx)
+            raise
         except ValidationError as error:
-            hint = OPTION_FIELDS.get(error.field)
-            if hint is None:
-                raise click.ClickException(str(error)) from None
+            typed = self.typed_name(ctx, error.field)
+            if error.field not in OPTION_FIELDS:
+                raise click.ClickException(as_typed(error, typed)) from None
             message = str(error).split(": ", 1)[-1]
+            hint = OPTION_FIELDS[error.field] if typed is None else f"'{typed}'"
             raise click.BadParameter(message, param_hint=hint) from None
         except MemstoreError as error:
-            raise click.ClickException(str(error)) from None
+            typed = self.typed_name(ctx, getattr(error, "field", None))
+            raise click.ClickException(as_typed(error, typed)) from None
+
+    def typed_name(self, ctx: click.Context, field: str | None) -> str | None:
+        """The option or argument of the command that ran which carried ``field``, named as
+        a user types it (``--with-forks``, ``NEW``), or ``None``."""
+        if field is None or ctx.invoked_subcommand is None:
+            return None
+        command = self.get_command(ctx, ctx.invoked_subcommand)
+        commands = [command]
+        if isinstance(command, click.Group):  # ltm, db: their subcommands name alike
+            commands = [command.get_command(ctx, name) for name in command.list_commands(ctx)]
+        params = {param.name: param for cmd in commands if cmd for param in cmd.params}
+        for name in (field, *PARAM_NAMES.get(field, ())):
+            param = params.get(name)
+            if isinstance(param, click.Argument):
+                return param.human_readable_name
+            if param is not None:
+                return max(param.opts, key=len)
+        return None
+
+
+def as_typed(error: MemstoreError, typed: str | None) -> str:
+    """The error's message, naming the option or argument as typed instead of the API's
+    name for it (``NEW: session 'b' already exists``, not ``new_session_id: ...``)."""
+    message, field = str(error), getattr(error, "field", None)
+    if typed is None or not message.startswith(f"{field}: "):
+        return message
+    return f"{typed}: {message.removeprefix(f'{field}: ')}"
+
+
+def interrupted(ctx: click.Context) -> None:
+    """Ctrl-C: one line on stderr and exit code 130 (128 + SIGINT, as a shell reports it),
+    whatever the command was doing. A write under way has committed or never began."""
+    # On a terminal the ^C echo leaves the cursor mid-line: start the message on its own.
+    click.echo(("\n" if sys.stderr.isatty() else "") + "Interrupted.", err=True)
+    ctx.exit(INTERRUPTED)
 
 
 @click.group(cls=MemstoreGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -149,8 +213,17 @@ class MemstoreGroup(click.Group):
     show_default="$MEMSTORE_DB or ./memstore.db",
     help="Database: a SQLite file path or a SQLAlchemy URL.",
 )
+@click.option(
+    "--embedder",
+    metavar="EMBEDDER",
+    envvar="MEMSTORE_EMBEDDER",
+    default=None,
+    help="Also search by meaning: 'offline' (WordLlama) or 'openai:MODEL' ($MEMSTORE_EMBEDDER).",
+)
 @click.version_option(__version__, prog_name="memstore")
 @click.pass_context
-def main(ctx: click.Context, db: str) -> None:
+def main(ctx: click.Context, db: str, embedder: str | None) -> None:
     """memstore: persistent, bounded, audited working memory for LLM agents."""
     ctx.obj = db
+    if embedder:
+        ctx.meta["memstore.embedder"] = embedder

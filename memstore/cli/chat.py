@@ -22,7 +22,11 @@ fast.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TextIO
 
 import click
@@ -74,6 +78,24 @@ def tool_line(call: ToolCall) -> Text:
     )
 
 
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """Ctrl-C raises ``KeyboardInterrupt`` in a blocking read from the terminal.
+
+    Under ``asyncio.run`` Ctrl-C only cancels the main task, which a thread blocked in
+    ``input()`` never notices: the prompt would wait for Enter. Python's own handler is
+    put back for the read (signals are the main thread's: elsewhere nothing changes).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class ChatUI:
     """Prints the conversation; reads turns from a terminal or a pipe."""
 
@@ -87,8 +109,9 @@ class ChatUI:
         while True:
             if self.interactive:
                 try:
-                    line = self.out.input("[bold cyan]you ›[/bold cyan] ")
-                except (EOFError, KeyboardInterrupt):
+                    with interruptible():
+                        line = self.out.input("[bold cyan]you ›[/bold cyan] ")
+                except EOFError:  # Ctrl-D ends the chat; Ctrl-C interrupts it (exit 130)
                     self.out.print()
                     return
             else:
@@ -314,23 +337,19 @@ def chat(
     validate_scope(scope)
     settings = ModelSettings.from_env(model=model)
     ui = ChatUI(console(), sys.stdin, interactive=sys.stdin.isatty())
-    try:
-        asyncio.run(
-            run_chat(
-                ctx.find_root().obj,
-                session,
-                settings,
-                scope=scope,
-                summarizer_name=summarizer,
-                recall=recall,
-                max_tool_rounds=max_tool_rounds,
-                timeout=timeout,
-                max_retries=max_retries,
-                ui=ui,
-                context_window=context_window,
-                max_output_tokens=max_output_tokens,
-            )
+    asyncio.run(
+        run_chat(
+            ctx.find_root().obj,
+            session,
+            settings,
+            scope=scope,
+            summarizer_name=summarizer,
+            recall=recall,
+            max_tool_rounds=max_tool_rounds,
+            timeout=timeout,
+            max_retries=max_retries,
+            ui=ui,
+            context_window=context_window,
+            max_output_tokens=max_output_tokens,
         )
-    except KeyboardInterrupt:  # Ctrl-C while the model thinks: leave quietly, like Ctrl-D
-        click.echo()
-        raise SystemExit(130) from None
+    )

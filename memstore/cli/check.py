@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 import click
@@ -10,6 +11,7 @@ from memstore.cli.output import json_option, print_json, run_with_store
 
 if TYPE_CHECKING:
     from memstore.core.invariants import Violation
+    from memstore.db.vectors import EmbeddingStatus
     from memstore.memory.store import MemoryStore
 
 
@@ -20,27 +22,32 @@ if TYPE_CHECKING:
 def check(ctx: click.Context, session_id: str | None, as_json: bool) -> None:
     """Verify that the ledger balances, totals match, fates point at compactions, and the
     search index holds exactly the rows' words. How many of the newest items the index does
-    not hold yet is shown as information (searches scan them).
+    not hold yet, and how many rows each embedder has yet to embed, is shown as information
+    (searches find those by their words).
 
     Without SESSION every session is checked, plus SQLite's integrity and foreign keys.
     """
-    violations, lag = run_with_store(ctx, lambda store: _check(store, session_id), read_only=True)
+    violations, lag, vectors = run_with_store(
+        ctx, lambda store: _check(store, session_id), read_only=True
+    )
     if as_json:
-        print_json(
-            {
-                "ok": not violations,
-                "violations": [
-                    {"session_id": v.session_id, "rule": v.rule, "detail": v.detail}
-                    for v in violations
-                ],
-                "index_lag": lag,
-            }
-        )
+        report: dict[str, object] = {
+            "ok": not violations,
+            "violations": [
+                {"session_id": v.session_id, "rule": v.rule, "detail": v.detail} for v in violations
+            ],
+            "index_lag": lag,
+        }
+        if vectors:  # a store that never had an embedder reports as it always did
+            report["embeddings"] = [asdict(status) for status in vectors]
+        print_json(report)
     else:
         for violation in violations:
             click.echo(str(violation))
         if lag:  # information: the writer indexes new items in bulk, searches scan them
             click.echo(f"info: {lag} newest item(s) not in the search index yet (searched anyway)")
+        for status in vectors:  # information: rows without a vector are found by words
+            click.echo(f"info: {vector_line(status)}")
         click.echo(
             "ok: all invariants hold" if not violations else f"{len(violations)} violation(s)"
         )
@@ -48,7 +55,21 @@ def check(ctx: click.Context, session_id: str | None, as_json: bool) -> None:
         ctx.exit(1)
 
 
-async def _check(store: MemoryStore, session_id: str | None) -> tuple[list[Violation], int]:
+def vector_line(status: EmbeddingStatus) -> str:
+    """One embedder's progress, for people."""
+    line = (
+        f"embedder {status.embedder}: {status.embedded} row(s) embedded, "
+        f"{status.pending} left to embed"
+    )
+    if status.failed:
+        line += f" ({status.failed} failed: {status.last_error})"
+    return line
+
+
+async def _check(
+    store: MemoryStore, session_id: str | None
+) -> tuple[list[Violation], int, list[EmbeddingStatus]]:
     from memstore.db.audit import index_lag
 
-    return await store.check(session_id), await index_lag(store.database)
+    violations = await store.check(session_id)
+    return violations, await index_lag(store.database), await store.embedding_status()

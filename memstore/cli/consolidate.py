@@ -6,7 +6,15 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from memstore.cli.output import console, json_option, print_json, run_with_store
+from memstore.cli.output import (
+    console,
+    is_narrow,
+    json_option,
+    lines,
+    narrow_listing,
+    print_json,
+    run_with_store,
+)
 from memstore.core.consolidation_report import ConsolidationReport
 from memstore.core.tokens import RecordedEstimator
 from memstore.memory.store import MemoryStore
@@ -15,6 +23,8 @@ from memstore.memory.store import MemoryStore
 def decisions_table(report: ConsolidationReport) -> Table:
     """One row per proposed fact: what the run did with it, and why."""
     title = "would write (dry run)" if report.dry_run else f"consolidation {report.number}"
+    if is_narrow():
+        return _narrow_decisions_table(title, report)
     table = Table(title=title, title_justify="left")
     table.add_column("action")
     table.add_column("key", overflow="fold")
@@ -33,10 +43,27 @@ def decisions_table(report: ConsolidationReport) -> Table:
     return table
 
 
+def _narrow_decisions_table(title: str, report: ConsolidationReport) -> Table:
+    table = narrow_listing(title, "decision", "fact")
+    for decision in report.decisions:
+        seqs = ",".join(str(seq) for seq in decision.seqs)
+        fact = Text(decision.text)
+        if decision.reason:
+            fact.append(f"\nskipped: {decision.reason}")
+        table.add_row(lines(decision.action, decision.key, f"items {seqs}"), fact)
+    return table
+
+
 async def _consolidate(
     store: MemoryStore, session_id: str, scope: str | None, dry_run: bool
 ) -> ConsolidationReport:
     info = await store.session_info(session_id)
+    if scope is None and info.scope is None:
+        raise click.UsageError(
+            f"session {info.id!r} belongs to no scope: name the scope its entries go to with "
+            "--scope SCOPE (a session started with `memstore add SESSION --scope SCOPE` has "
+            "its own)"
+        )
     memory = store.session(
         session_id,
         limits=info.limits,

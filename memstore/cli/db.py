@@ -25,11 +25,15 @@ def db_current(ctx: click.Context, as_json: bool) -> None:
     status, _ = asyncio.run(schema_status(ctx.find_root().obj))
     if as_json:
         print_json(
-            {"current": status.current, "head": status.head, "up_to_date": status.up_to_date}
+            {
+                "current": status.current,
+                "head": status.head,
+                "up_to_date": status.up_to_date,
+                "newer": status.newer,
+            }
         )
         return
-    state = "up to date" if status.up_to_date else "needs `memstore db upgrade`"
-    click.echo(f"current {status.current or '(empty)'}, head {status.head}: {state}")
+    click.echo(f"current {status.current or '(empty)'}, head {status.head}: {status.advice()}")
 
 
 @db_group.command("upgrade")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -188,6 +189,11 @@ SCRIPT: list[tuple[str, str, str, str]] = [
 
 #: The demo's width when piped (into a file, a pager): a reader's, not a script's.
 DEMO_PIPED_WIDTH = 100
+#: Fewer characters than this beside an item's figures say too little to recognise it: the
+#: preview goes on the lines below instead (a 60-column terminal leaves 8).
+MIN_PREVIEW_CHARS = 30
+#: Below its figures, a preview is indented this much and fills at most this many lines.
+NARROW_INDENT, NARROW_PREVIEW_LINES = 6, 2
 
 
 def _describe(items: list[MemoryItem], ids: dict[str, str], fate: str) -> str:
@@ -221,6 +227,19 @@ def _report_panel(report: CompactionReport, history: list[MemoryItem]) -> Panel:
     )
 
 
+def _print_item(out: Console, head: str, content: str) -> None:
+    """One appended item: its figures, then a preview of its content cut at a word (rich's
+    own crop would cut mid-word): on the same line when there is room, else below, indented
+    and wrapped at words."""
+    room = out.width - len(head)
+    if room >= MIN_PREVIEW_CHARS:
+        out.print(head + preview(content, width=room), no_wrap=True, markup=False)
+        return
+    out.print(head.rstrip(), no_wrap=True, markup=False)
+    shown = preview(content, width=NARROW_PREVIEW_LINES * (out.width - NARROW_INDENT))
+    out.print(Padding(Text(shown), (0, 0, 0, NARROW_INDENT)))
+
+
 async def _free_session_id(store: MemoryStore, base: str) -> str:
     taken = {info.id for info in await store.sessions()}
     if base not in taken:
@@ -247,8 +266,7 @@ async def run_demo(db: str, session: str | None, out: Console) -> SessionMemory:
         memory.add_observer(compacted.append)
         out.print(
             f"[bold]memstore demo[/bold]: session [cyan]{session_id}[/cyan] in {db} "
-            f"(estimator {estimator.name}, summarizer extractive)",
-            soft_wrap=True,
+            f"(estimator {estimator.name}, summarizer extractive)"
         )
         for role, kind, priority, content in SCRIPT:
             item = await memory.add(role, content, kind=kind, priority=Priority[priority])
@@ -258,9 +276,7 @@ async def run_demo(db: str, session: str | None, out: Console) -> SessionMemory:
                 f"  +#{item.seq:<3} {kind:<17} {priority:<6} {item.estimated_tokens:>3} "
                 f"tok  total {total:>4}  "
             )
-            # Cut to the room the line has, at a word: rich's own crop would cut mid-word.
-            room = max(out.width - len(head), 20)
-            out.print(head + preview(content, width=room), no_wrap=True, markup=False)
+            _print_item(out, head, content)
             for report in compacted:
                 out.print(_report_panel(report, history))
             compacted.clear()

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 from rich import box
+from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -15,30 +16,27 @@ from memstore.cli.fork import parent_label
 from memstore.cli.output import (
     cell,
     console,
+    hidden_note,
+    is_narrow,
     json_option,
+    limit_option,
+    lines,
     listing,
+    narrow_listing,
+    newest,
     preview,
     print_json,
     run_with_store,
 )
 from memstore.core.records import CompactionReport, SessionInfo
 from memstore.core.values import MemoryItem
+from memstore.errors import SessionNotFoundError
+from memstore.memory.preview import preview_handle
 from memstore.memory.store import MemoryStore
 
 if TYPE_CHECKING:
     from memstore.core.input_counts import CountFit
     from memstore.db.lease import LeaseHolder
-
-
-#: Below this many columns, tables take a narrow layout: the figures of a row stacked in one
-#: column, and no box lines, so a 60-column terminal still shows every figure and words of
-#: the content instead of a few characters.
-NARROW_COLUMNS = 100
-
-
-def is_narrow() -> bool:
-    """Whether the output is a terminal narrower than :data:`NARROW_COLUMNS`."""
-    return console().width < NARROW_COLUMNS
 
 
 def items_table(title: str, items: list[MemoryItem], *, full: bool, fates: bool) -> Table:
@@ -60,6 +58,25 @@ def items_table(title: str, items: list[MemoryItem], *, full: bool, fates: bool)
             row += [item.fate.value if item.fate else "", f"#{item.removed_by}"]
         table.add_row(*row, cell(item.content, full))
     return table
+
+
+def print_items(
+    out: Console,
+    title: str,
+    items: list[MemoryItem],
+    limit: int | None,
+    *,
+    full: bool,
+    fates: bool = False,
+) -> None:
+    """:func:`items_table` of the newest ``limit`` items (:func:`~memstore.cli.output.newest`),
+    then a line saying how many older ones it left out."""
+    listed, hidden = newest(items, limit)
+    if hidden:
+        title += f" (the newest {len(listed):,} of {len(items):,})"
+    out.print(items_table(title, listed, full=full, fates=fates))
+    if hidden:
+        out.print(Text(hidden_note(hidden, title.split(" (")[0])))
 
 
 def _narrow_items_table(title: str, items: list[MemoryItem], *, full: bool, fates: bool) -> Table:
@@ -104,6 +121,13 @@ def list_sessions(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         print_json([info.to_dict() for info in infos])
         return
+    if not infos:
+        console().print("no sessions yet")
+        return
+    console().print(_narrow_sessions_table(infos) if is_narrow() else _sessions_table(infos))
+
+
+def _sessions_table(infos: list[SessionInfo]) -> Table:
     table = listing(
         "sessions",
         [
@@ -128,7 +152,22 @@ def list_sessions(ctx: click.Context, as_json: bool) -> None:
             info.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
             parent_label(info),
         )
-    console().print(table if infos else "no sessions yet")
+    return table
+
+
+def _narrow_sessions_table(infos: list[SessionInfo]) -> Table:
+    table = narrow_listing("sessions", "session", "state")
+    for info in infos:
+        forked = f"forked from {parent_label(info)}" if info.parent_id is not None else None
+        head = lines(info.id, f"scope {info.scope}" if info.scope else None, forked)
+        state = lines(
+            f"{info.active_items} of {info.items_total} items active",
+            f"{info.total_tokens} tokens (hard {info.limits.hard}, target {info.limits.target})",
+            f"{info.compaction_count} compaction{'' if info.compaction_count == 1 else 's'}",
+            f"updated {info.updated_at.strftime('%Y-%m-%d %H:%M:%S')} UTC",
+        )
+        table.add_row(head, state)
+    return table
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,11 +183,13 @@ class _Shown:
 async def _load_show(store: MemoryStore, session_id: str, with_forgotten: bool) -> _Shown:
     memory = await store.attach(session_id)
     info = await store.session_info(session_id)
-    active = await memory.items()
+    # One snapshot for the items and the summary: each read of it reads every active item.
+    snapshot = await memory.snapshot()
+    summary, active = (None, []) if snapshot is None else (snapshot.summary, snapshot.items)
     forgotten = await memory.forgotten_items() if with_forgotten else []
     holder = await store.lease_holder(session_id)
     counts = await store.input_counts(session_id)
-    return _Shown(info, await memory.summary(), active, forgotten, holder, counts)
+    return _Shown(info, summary, list(active), forgotten, holder, counts)
 
 
 def lease_line(holder: LeaseHolder) -> str:
@@ -169,12 +210,23 @@ def lease_line(holder: LeaseHolder) -> str:
 @click.option(
     "--timeline", is_flag=True, help="Draw the history: tokens per version, each compaction."
 )
+@limit_option
 @json_option
 @click.pass_context
 def show_session(
-    ctx: click.Context, session_id: str, show_all: bool, full: bool, timeline: bool, as_json: bool
+    ctx: click.Context,
+    session_id: str,
+    show_all: bool,
+    full: bool,
+    timeline: bool,
+    limit: int | None,
+    as_json: bool,
 ) -> None:
-    """Show a session's summary, active items and totals."""
+    """Show a session's summary, active items and totals.
+
+    Tables list the newest 100 active (and, with --all, forgotten) items and say how many
+    older ones they leave out; --limit N|all changes that (--json lists all unless given).
+    """
     if timeline:
         from memstore.cli.timeline import show_timeline
 
@@ -187,15 +239,21 @@ def show_session(
         shown.info, shown.summary, shown.active, shown.forgotten, shown.holder
     )  # fmt: skip
     if as_json:
+        listed, hidden = newest(active, limit, as_json=True)
         out: dict[str, Any] = {
             "session": info.to_dict(),
             "summary": summary,
-            "items": [item.to_dict() for item in active],
+            "items": [item.to_dict() for item in listed],
             "lease": None if holder is None else dataclasses.asdict(holder),
             "input_counts": None if shown.counts is None else shown.counts.to_dict(),
         }
+        if hidden:
+            out["items_hidden"] = hidden
         if show_all:
-            out["forgotten"] = [item.to_dict() for item in forgotten]
+            listed, hidden = newest(forgotten, limit, as_json=True)
+            out["forgotten"] = [item.to_dict() for item in listed]
+            if hidden:
+                out["forgotten_hidden"] = hidden
         print_json(out)
         return
     out_console = console()
@@ -207,9 +265,9 @@ def show_session(
             Text(summary or "(no summary yet)"), title="summary", title_align="left", expand=False
         )
     )
-    out_console.print(items_table("active items", active, full=full, fates=False))
+    print_items(out_console, "active items", active, limit, full=full)
     if show_all:
-        out_console.print(items_table("forgotten items", forgotten, full=full, fates=True))
+        print_items(out_console, "forgotten items", forgotten, limit, full=full, fates=True)
     out_console.print(totals_line(info))
     if shown.counts is not None:
         out_console.print(Text(shown.counts.line()))
@@ -291,8 +349,9 @@ def show_reports(ctx: click.Context, session_id: str, as_json: bool) -> None:
     "scopes",
     multiple=True,
     metavar="SCOPE",
-    help="Include this long-term scope's entries, as an agent using it would "
-    "(repeatable; scopes are not recorded per session).",
+    help="Include this scope's long-term entries and recall across its sessions, as a "
+    "session of that scope does; a SESSION that does not exist yet gets the input a new "
+    "session of the first --scope would start with, and nothing is written (repeatable).",
 )
 @click.option(
     "--recall",
@@ -307,7 +366,13 @@ def show_input(
     """Print the exact Responses API input the session would send now, as JSON."""
 
     async def load(store: MemoryStore) -> list[dict[str, Any]]:
-        memory = await store.attach(session_id, ltm_scopes=scopes)
+        memory = await preview_handle(store, session_id, scopes)
         return await memory.build_model_input(recall=recall)
 
-    print_json(run_with_store(ctx, load, read_only=True))
+    try:
+        print_json(run_with_store(ctx, load, read_only=True))
+    except SessionNotFoundError as missing:  # without --scope: a preview of nothing
+        raise click.ClickException(
+            f"session {missing.session_id!r} does not exist (with --scope SCOPE: the input a "
+            "new session of that scope would start with)"
+        ) from None

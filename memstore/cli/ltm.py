@@ -16,7 +16,16 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from memstore.cli.output import console, json_option, preview, print_json, run_with_store
+from memstore.cli.output import (
+    console,
+    is_narrow,
+    json_option,
+    lines,
+    narrow_listing,
+    preview,
+    print_json,
+    run_with_store,
+)
 from memstore.core.ltm_entries import DEFAULT_SCOPE
 from memstore.errors import EntryNotFoundError
 from memstore.memory.long_term import LongTermChange, LongTermEntry
@@ -85,6 +94,8 @@ def source_text(source: Any) -> Text:
 
 def entries_table(entries: list[LongTermEntry], *, full: bool = False) -> Table:
     """Entries: scope, key, version, value, updated, source (and expiry, if any has one)."""
+    if is_narrow():
+        return _narrow_entries_table(entries, full=full)
     expiring = any(entry.expires_at is not None for entry in entries)
     derived = any(entry.source is not None for entry in entries)
     table = Table(title="long-term entries", title_justify="left")
@@ -108,8 +119,27 @@ def entries_table(entries: list[LongTermEntry], *, full: bool = False) -> Table:
     return table
 
 
+def _narrow_entries_table(entries: list[LongTermEntry], *, full: bool) -> Table:
+    table = narrow_listing("long-term entries", "entry", "value")
+    for entry in entries:
+        head = lines(
+            entry.scope,
+            entry.key,
+            f"version {entry.version}",
+            f"updated {when(entry.updated_at)}",
+            f"expires {when(entry.expires_at)}" if entry.expires_at else None,
+        )
+        value = show_value(entry.value, full=full)
+        if entry.source is not None:
+            value.append("\nfrom ").append_text(source_text(entry.source))
+        table.add_row(head, value)
+    return table
+
+
 def history_table(changes: list[LongTermChange]) -> Table:
     """Changes of one entry, oldest first."""
+    if is_narrow():
+        return _narrow_history_table(changes)
     table = Table(title="history", title_justify="left")
     table.add_column("version", justify="right")
     table.add_column("action")
@@ -120,6 +150,17 @@ def history_table(changes: list[LongTermChange]) -> Table:
         value = Text("") if change.action != "set" else show_value(change.value)
         source = Text("") if change.action != "set" else source_text(change.source)
         table.add_row(str(change.version), change.action, when(change.changed_at), value, source)
+    return table
+
+
+def _narrow_history_table(changes: list[LongTermChange]) -> Table:
+    table = narrow_listing("history", "change", "value")
+    for change in changes:
+        head = lines(f"version {change.version} {change.action}", when(change.changed_at))
+        value = Text("") if change.action != "set" else show_value(change.value)
+        if change.action == "set" and isinstance(change.source, dict):
+            value.append("\nfrom ").append_text(source_text(change.source))
+        table.add_row(head, value)
     return table
 
 

@@ -8,12 +8,11 @@ Without the SDK (the ``mcp`` extra) it says how to install it, in one line.
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING
 
 import click
 
-from memstore.cli.output import run_with_store
+from memstore.cli.output import embedder_option, run_with_store
 from memstore.config import MCP_TOKEN_VARIABLE, mcp_token
 from memstore.core.ltm_entries import validate_scope
 from memstore.memory.store import MemoryStore
@@ -21,7 +20,7 @@ from memstore.memory.store import MemoryStore
 if TYPE_CHECKING:
     import socket
 
-INSTALL_HINT = "memstore mcp needs the MCP SDK: pip install 'memstore[mcp]'"
+INSTALL_HINT = "memstore mcp needs the MCP SDK: in memstore's checkout, pip install '.[mcp]'"
 
 
 @click.command("mcp")
@@ -46,6 +45,7 @@ INSTALL_HINT = "memstore mcp needs the MCP SDK: pip install 'memstore[mcp]'"
     help=f"With --http: the environment variable holding the bearer token every request must "
     f"carry (default {MCP_TOKEN_VARIABLE}; required to bind beyond loopback).",
 )
+@embedder_option
 @click.pass_context
 def mcp_serve(
     ctx: click.Context,
@@ -98,10 +98,8 @@ def mcp_serve(
             )
             await serve_http(server, sock, token)
 
-    try:
+    try:  # Ctrl-C stops the server (exit 130): every write has committed or never began
         run_with_store(ctx, serve, create=not read_only, read_only=read_only)
-    except KeyboardInterrupt:  # Ctrl-C: the server stops; every write committed or never began
-        sys.exit(130)
     finally:
         if sock is not None:
             sock.close()

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import click
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -23,6 +24,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 PREVIEW_CHARS = 80
 #: Work over more items than this shows a progress bar (on a terminal, on stderr).
 PROGRESS_THRESHOLD = 2000
+
+
+#: Below this many columns, listings take a narrow layout: two columns without box lines,
+#: what a record is (its identifier and figures, one to a line) beside its text, wrapped at
+#: words, so a 60-column terminal still shows whole words instead of a few letters a line.
+NARROW_COLUMNS = 100
+
+
+#: Items a table lists unless told otherwise: the newest ones. A table of all 200,000 items
+#: of a session took 86 s to print, far past what anyone reads on a terminal.
+DEFAULT_ROWS = 100
 
 
 #: Columns of output that goes to a pipe or a file: wide enough that no row is cut or wrapped,
@@ -56,6 +68,29 @@ def is_terminal(*, stderr: bool = False) -> bool:
         return False
 
 
+def is_narrow() -> bool:
+    """Whether the output is a terminal narrower than :data:`NARROW_COLUMNS`."""
+    return console().width < NARROW_COLUMNS
+
+
+def narrow_listing(title: str, head: str, text: str) -> Table:
+    """The narrow layout of a listing (:data:`NARROW_COLUMNS`): a column ``head`` of short
+    lines (an identifier, then figures), as wide as its longest line, and a column ``text``
+    that takes the rest and wraps at words. Only a line too wide for the terminal is
+    ever split."""
+    table = Table(
+        title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_lines=True
+    )
+    table.add_column(head, overflow="fold", no_wrap=True)
+    table.add_column(text, overflow="fold", ratio=1, min_width=20)
+    return table
+
+
+def lines(*parts: str | None) -> Text:
+    """The given parts one to a line (``None`` and empty ones left out), as plain text."""
+    return Text("\n".join(part for part in parts if part))
+
+
 def run_with_store(
     ctx: click.Context,
     action: Callable[[MemoryStore], Awaitable[T]],
@@ -71,14 +106,86 @@ def run_with_store(
     one (:class:`~memstore.errors.CorruptDatabaseError`) before writing anything to it.
     """
 
+    embedder = None
+    spec = ctx.meta.get(EMBEDDER_KEY)
+    if spec:
+        from memstore.model_side.embedders import embedder_from_spec
+
+        embedder = embedder_from_spec(spec)
+
     async def go() -> T:
         db = ctx.find_root().obj
         async with MemoryStore.open(
-            db, create=create, read_only=read_only, verify=not read_only
+            db, create=create, read_only=read_only, verify=not read_only, embedder=embedder
         ) as store:
             return await action(store)
 
     return asyncio.run(go())
+
+
+#: Where the ``--embedder`` value travels from the group or a command to the store opener.
+EMBEDDER_KEY = "memstore.embedder"
+
+
+def has_embedder(ctx: click.Context) -> bool:
+    """Whether ``--embedder`` (or ``MEMSTORE_EMBEDDER``) was given."""
+    return bool(ctx.meta.get(EMBEDDER_KEY))
+
+
+def _remember_embedder(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value:
+        ctx.meta[EMBEDDER_KEY] = value
+
+
+def embedder_option(func: F) -> F:
+    """Add ``--embedder`` to a command too (it overrides the group's)."""
+    return click.option(
+        "--embedder",
+        metavar="EMBEDDER",
+        default=None,
+        expose_value=False,
+        callback=_remember_embedder,
+        help="Also search by meaning: 'offline' (WordLlama) or 'openai:MODEL'.",
+    )(func)
+
+
+def _row_limit(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    if value is None:
+        return 0
+    if value == "all":
+        return None
+    if value.isdigit() and int(value) >= 1:
+        return int(value)
+    raise click.BadParameter(f"{value!r} is neither a positive number nor 'all'")
+
+
+def limit_option(func: F) -> F:
+    """Add ``--limit N|all`` (the newest rows a listing shows), passed as ``limit``: ``0``
+    when not given (the output's default: :data:`DEFAULT_ROWS` in tables, all in JSON),
+    ``None`` for ``all``."""
+    return click.option(
+        "--limit",
+        metavar="N|all",
+        default=None,
+        callback=_row_limit,
+        help=f"List the newest N items, or all (default: {DEFAULT_ROWS} in tables, all with "
+        "--json).",
+    )(func)
+
+
+def newest(items: Sequence[T], limit: int | None, *, as_json: bool = False) -> tuple[list[T], int]:
+    """The newest ``limit`` of ``items`` (``0``: the default for the output; ``None``: all)
+    and how many older ones are left out."""
+    if limit == 0:
+        limit = None if as_json else DEFAULT_ROWS
+    if limit is None or len(items) <= limit:
+        return list(items), 0
+    return list(items[-limit:]), len(items) - limit
+
+
+def hidden_note(hidden: int, what: str) -> str:
+    """The line that says how many older rows a listing left out, and how to see them."""
+    return f"… {hidden:,} older {what} not shown (--limit N shows more, --limit all every one)"
 
 
 def json_option(func: F) -> F:

@@ -10,9 +10,11 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from memstore.cli.inspect import items_table
+from memstore.cli.inspect import print_items
 from memstore.cli.output import (
     console,
+    limit_option,
+    newest,
     plain,
     preview,
     print_json,
@@ -173,6 +175,7 @@ def _outcome_table(actual: Outcome, simulated: Outcome, limits: MemoryLimits) ->
     default=None,
     help="What-if: re-summarize with this summarizer ('none': evict instead).",
 )
+@limit_option
 @click.option("--json", "as_json", is_flag=True, help="Stream events as JSON lines.")
 @click.pass_context
 def replay_session(
@@ -183,6 +186,7 @@ def replay_session(
     target_limit: int | None,
     keep_recent: int | None,
     summarizer: str | None,
+    limit: int | None,
     as_json: bool,
 ) -> None:
     """Replay SESSION's history in commit order and verify it equals the stored state.
@@ -201,7 +205,7 @@ def replay_session(
     if forked_from is not None and not as_json:
         click.echo(forked_from)
     if at_version is not None:
-        _show_at(history, at_version, as_json)
+        _show_at(history, at_version, limit, as_json)
         return
     if what_if:
         actual, simulated, limits = _what_if(
@@ -257,15 +261,15 @@ def _fork_json(history: SessionHistory) -> dict[str, Any]:
     return {"event": "forked", "parent": info.parent_id, "parent_version": info.parent_version}
 
 
-def _show_at(history: SessionHistory, version: int, as_json: bool) -> None:
+def _show_at(history: SessionHistory, version: int, limit: int | None, as_json: bool) -> None:
     if not history.base_version <= version <= history.info.version:
         raise ValidationError(
             "at",
             f"version must be within {history.base_version}..{history.info.version}, got {version}",
         )
     state = state_at(history, version)
-    model_input = build_input(state.items, state.summary)
     if as_json:
+        items, hidden = newest(state.items, limit, as_json=True)
         print_json(
             {
                 "parent": history.info.parent_id,
@@ -273,9 +277,10 @@ def _show_at(history: SessionHistory, version: int, as_json: bool) -> None:
                 "version": version,
                 "tokens": state.total_tokens,
                 "summary": state.summary,
-                "items": [i.to_dict() for i in state.items],
-                "input": model_input,
+                "items": [i.to_dict() for i in items],
+                "input": build_input(items, state.summary),
             }
+            | ({"items_hidden": hidden} if hidden else {})
         )
         return
     out = console()
@@ -284,6 +289,8 @@ def _show_at(history: SessionHistory, version: int, as_json: bool) -> None:
         f"tokens, {len(state.items)} active items, {state.compaction_count} compactions"
     )
     out.print(Text(f"summary: {state.summary or '(none)'}"))
-    out.print(items_table("active items", state.items, full=False, fates=False))
-    out.print("model input:")
-    print_json(model_input)
+    print_items(out, "active items", state.items, limit, full=False)
+    items, hidden = newest(state.items, limit)
+    # The input of the items listed: with items left out, its last messages, not all of it.
+    out.print("model input:" if not hidden else "model input (the items listed):")
+    print_json(build_input(items, state.summary))

@@ -14,8 +14,10 @@ from typing import IO, Any
 import click
 
 from memstore.cli.output import run_with_store, with_progress
+from memstore.config import Settings
 from memstore.core.ltm_entries import LongTermEntry
 from memstore.errors import StorageError, ValidationError
+from memstore.memory.history_actions import check_export
 from memstore.memory.store import MemoryStore
 
 
@@ -80,9 +82,14 @@ def _read_records(source: IO[str]) -> list[Any]:
 def import_session(ctx: click.Context, source: IO[str]) -> None:
     """Load a session exported with `memstore export` (FILE, or '-' for standard input)."""
     records = _read_records(source)
+    # Checked before the database is opened: a malformed file creates no database file.
+    checked = check_export(records, max_item_bytes=Settings.from_env().max_item_bytes)
 
     async def load(store: MemoryStore) -> str:
-        return await store.import_session(records)
+        session_id = await store.import_session(checked)
+        if store.embedding is not None:  # --embedder: the command ends once they have vectors
+            await store.embed_pending()
+        return session_id
 
     session_id = run_with_store(ctx, load, create=True)
     click.echo(f"imported session {session_id} ({len(records)} records)")

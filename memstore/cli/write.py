@@ -9,25 +9,58 @@ import click
 from rich.table import Table
 
 from memstore.cli.inspect import reports_table
-from memstore.cli.output import console, json_option, plain, print_json, run_with_store
+from memstore.cli.output import (
+    console,
+    is_narrow,
+    json_option,
+    lines,
+    narrow_listing,
+    plain,
+    print_json,
+    run_with_store,
+)
+from memstore.core.ltm_entries import validate_scope
 from memstore.core.policy import CompactionPlan
 from memstore.core.records import CompactionReport
-from memstore.core.tokens import TiktokenEstimator, TokenEstimator, WordEstimator
+from memstore.core.tokens import (
+    RecordedEstimator,
+    TiktokenEstimator,
+    TokenEstimator,
+    WordEstimator,
+)
 from memstore.core.values import MemoryItem, MemoryKind, MemoryRole, Priority
-from memstore.errors import MemstoreError, SessionNotFoundError
+from memstore.errors import MemstoreError, SessionNotFoundError, ValidationError
 from memstore.memory.session import SessionMemory
 from memstore.memory.store import MemoryStore
 
 ESTIMATORS = {"tiktoken": TiktokenEstimator, "words": WordEstimator}
 
 
-async def open_or_create(store: MemoryStore, session_id: str, estimator: str) -> SessionMemory:
-    """The existing session as recorded, or a new one counted with ``estimator``."""
+async def open_or_create(
+    store: MemoryStore, session_id: str, estimator: str, scope: str | None = None
+) -> SessionMemory:
+    """The existing session as recorded, or a new one counted with ``estimator`` and
+    recorded in ``scope``. A scoped session is opened as the API opens one: what each
+    compaction removes is consolidated into its scope.
+
+    Raises:
+        ValidationError: ``scope`` is not the existing session's (``scope``).
+    """
     try:
-        return await store.attach(session_id)
+        info = await store.session_info(session_id)
     except SessionNotFoundError:
         counter: TokenEstimator = ESTIMATORS[estimator]()
-        return store.session(session_id, estimator=counter)
+        return store.session(session_id, estimator=counter, scope=scope)
+    if scope is not None and info.scope != scope:
+        # A session's scope is recorded by its first append, and never changes.
+        recorded = "no scope" if info.scope is None else f"scope {info.scope!r}"
+        raise ValidationError("scope", f"session {session_id!r} was started in {recorded}")
+    return store.session(
+        session_id,
+        limits=info.limits,
+        estimator=RecordedEstimator(info.estimator),
+        scope=info.scope,
+    )
 
 
 def read_stdin(ctx: click.Context) -> str:
@@ -63,6 +96,13 @@ def read_stdin(ctx: click.Context) -> str:
 )
 @click.option("--idempotency-key", default=None, help="Makes a retried add safe.")
 @click.option(
+    "--scope",
+    default=None,
+    metavar="SCOPE",
+    help="Start SESSION in this long-term scope (user:alice): its entries, recall across "
+    "the scope's sessions, consolidation. An existing session keeps the scope it started in.",
+)
+@click.option(
     "--estimator",
     type=click.Choice(sorted(ESTIMATORS)),
     default="tiktoken",
@@ -79,20 +119,24 @@ def add_item(
     kind: str | None,
     priority: str,
     idempotency_key: str | None,
+    scope: str | None,
     estimator: str,
     as_json: bool,
 ) -> None:
     """Append TEXT (or standard input when TEXT is omitted or '-') to SESSION.
 
     A new session gets the limits of MEMORY_HARD_LIMIT / MEMORY_TARGET_LIMIT /
-    MEMORY_KEEP_RECENT and the extractive summarizer; compaction runs as in the API.
+    MEMORY_KEEP_RECENT and the extractive summarizer; compaction runs as in the API (in a
+    scoped session, consolidation after it too).
     """
+    if scope is not None:
+        validate_scope(scope)
     content = read_stdin(ctx) if text in (None, "-") else text
 
     async def run(
         store: MemoryStore,
     ) -> tuple[MemoryItem, int | None, list[CompactionReport], str | None, bool]:
-        memory = await open_or_create(store, session_id, estimator)
+        memory = await open_or_create(store, session_id, estimator, scope)
         seen: list[CompactionReport] = []
         memory.add_observer(seen.append)
         before = (await memory.snapshot()) if idempotency_key else None
@@ -145,13 +189,22 @@ def add_item(
 
 def plan_table(plan: CompactionPlan) -> Table:
     """What a compaction plan would remove, item by item."""
-    table = Table(title="planned removals (dry run: nothing written)", title_justify="left")
+    title = "planned removals (dry run: nothing written)"
+    by_id = {item.id: item for item in plan.snapshot.items}
+    removed = sorted(plan.removed.items(), key=lambda pair: by_id[pair[0]].seq)
+    if is_narrow():
+        narrow = narrow_listing(title, "item", "content")
+        for item_id, fate in removed:
+            item = by_id[item_id]
+            about = lines(f"#{item.seq} {fate}", f"{item.estimated_tokens} tokens")
+            narrow.add_row(about, plain(item.content))
+        return narrow
+    table = Table(title=title, title_justify="left")
     table.add_column("seq", justify="right")
     table.add_column("fate")
     table.add_column("tokens", justify="right")
     table.add_column("content")
-    by_id = {item.id: item for item in plan.snapshot.items}
-    for item_id, fate in sorted(plan.removed.items(), key=lambda pair: by_id[pair[0]].seq):
+    for item_id, fate in removed:
         item = by_id[item_id]
         table.add_row(str(item.seq), fate, str(item.estimated_tokens), plain(item.content))
     return table

@@ -50,18 +50,24 @@ class Budget:
 
 
 def tools_json(tools: Any) -> str:
-    """Tool schemas as the JSON text a request carries. An object with a ``definition()``
-    method (memstore's :class:`~memstore.model_side.agent_tools.Tool`) counts as its
-    definition.
+    """Tool schemas as the JSON text a request carries: ``tools`` is a list, as a request's
+    ``tools`` is, of JSON objects or objects with a ``definition()`` method (memstore's
+    :class:`~memstore.model_side.agent_tools.Tool`), which count as their definition.
 
     Raises:
-        ConfigurationError: ``tools`` is not JSON (``field`` ``tools``).
+        ConfigurationError: ``tools`` is not a list of tool schemas, or not JSON (``field``
+            ``tools``).
     """
-    many = isinstance(tools, Iterable) and not isinstance(tools, (str, bytes, Mapping))
+    if not isinstance(tools, Iterable) or isinstance(tools, (str, bytes, Mapping)):
+        kind = type(tools).__name__
+        raise ConfigurationError("tools", f"must be a list of tool schemas, got a {kind}")
     listed = [
-        tool.definition() if callable(getattr(tool, "definition", None)) else tool
-        for tool in (tools if many else [tools])
+        tool.definition() if callable(getattr(tool, "definition", None)) else tool for tool in tools
     ]
+    for index, tool in enumerate(listed):
+        if not isinstance(tool, Mapping):
+            kind = type(tool).__name__
+            raise ConfigurationError("tools", f"item {index} must be a tool schema, got a {kind}")
     try:
         return json.dumps(listed, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as error:
@@ -87,7 +93,8 @@ def derive_budget(
     if instructions is not None and not isinstance(instructions, str):
         raise ConfigurationError("instructions", "must be text")
     instructions_tokens = count(instructions) if instructions else 0
-    tools_tokens = count(tools_json(tools)) if tools else 0
+    schemas = None if tools is None else tools_json(tools)  # checked even when empty
+    tools_tokens = count(schemas) if schemas not in (None, "[]") else 0
     room = window
     for field, used in (
         ("max_output_tokens", output),

@@ -15,7 +15,14 @@ text); this module checks what the records say together, in this order:
 4. **the cached counters add up**: the session's item, active-item, token, version and
    summary counters, and each compaction's dropped/summarized/evicted tallies, equal what
    the rows say;
-5. **every invariant ``memstore check`` verifies** (:mod:`memstore.core.invariants`) holds.
+5. **every invariant ``memstore check`` verifies** (:mod:`memstore.core.invariants`) holds;
+6. **fork and origin metadata are a fork's** (:func:`check_lineage`): a session is not its
+   own parent and starts at a version >= 1; only a fork's copies of its parent's items (those
+   added by its ``parent_version``) carry an ``origin_id``, each a different one and none an
+   item of the file itself; item ids and idempotency keys are not repeated. What those fields
+   must match in the database (the parent exists and reached that version, the copies are the
+   parent's, no item id is taken) is checked in the import's transaction
+   (:mod:`memstore.db.import_lineage`).
 
 The first failure raises a :class:`~memstore.errors.ValidationError` whose field names the
 record (``record 7``: 1-based, in the file's order) and its field (``record 7.estimated_tokens``).
@@ -89,6 +96,7 @@ def check_import(records: Sequence[Record], count: Callable[[str], int], max_byt
     _check_counts(session, values, count, summaries)
     _check_session_counters(session, values, items)
     _check_tallies(comps, items)
+    check_lineage(session, items)
     ledger = Ledger(
         session=values,
         items=[_ITEM_DEFAULTS | r.values for r in items],
@@ -190,3 +198,50 @@ def _check_tallies(comps: list[Record], items: list[Record]) -> None:
                     comp.field(column),
                     f"says {comp.values[column]}, {tally[(number, fate)]} item records carry it",
                 )
+
+
+def check_lineage(session: Record, items: Sequence[Record]) -> None:
+    """What the records say about forks and origins, checked among themselves (rule 6).
+
+    Raises:
+        ValidationError: naming the record and the field that is wrong.
+    """
+    parent, at = session.values.get("parent_id"), session.values.get("parent_version")
+    if parent is not None and parent == session.values["id"]:
+        raise ValidationError(session.field("parent_id"), "names the session itself")
+    if at is not None and at < 1:
+        raise ValidationError(session.field("parent_version"), f"must be >= 1, got {at}")
+    ids: set[str] = set()
+    keys: set[str] = set()
+    for item in items:
+        item_id, key = item.values["id"], item.values.get("idempotency_key")
+        if item_id in ids:
+            raise ValidationError(item.field("id"), f"repeats item id {item_id!r}")
+        if key is not None and key in keys:
+            raise ValidationError(item.field("idempotency_key"), f"repeats key {key!r}")
+        ids.add(item_id)
+        if key is not None:
+            keys.add(key)
+    origins: set[str] = set()
+    for item in items:
+        origin = item.values.get("origin_id")
+        copied = at is not None and item.values["added_version"] <= at
+        if origin is None:
+            if copied:
+                raise ValidationError(
+                    item.field("origin_id"),
+                    f"is missing: the item was added by version {at}, so it is a copy of the "
+                    f"parent's",
+                )
+            continue
+        if not copied:
+            whose = "the session is no fork" if at is None else f"it was added after version {at}"
+            raise ValidationError(
+                item.field("origin_id"),
+                f"only a fork's copies of its parent's items have one; {whose}",
+            )
+        if origin in ids:
+            raise ValidationError(item.field("origin_id"), "names an item of the session itself")
+        if origin in origins:
+            raise ValidationError(item.field("origin_id"), f"repeats origin {origin!r}")
+        origins.add(origin)

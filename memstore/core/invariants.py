@@ -11,7 +11,9 @@ For every session:
 * **fates point at committed compactions** (1..N, no gaps or repeats), and each
   compaction's dropped/summarized/evicted counts equal the items that carry its number;
 * **the summary is consistent**: the current summary is the last one produced (unless a
-  later compaction removed it) and its token count matches.
+  later compaction removed it) and its token count matches;
+* **a fork's parent exists**: a purge deletes a session's forks with it or refuses, so a fork
+  naming a parent the database does not hold lost it to a purge that raced its creation.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ class Ledger:
     items: list[dict[str, Any]]
     compactions: list[dict[str, Any]]
     summaries: list[dict[str, Any]]
+    #: Whether the database holds the session's parent (``None``: not looked up, e.g. the
+    #: ledger of an import, whose parent is checked against the database elsewhere).
+    parent_found: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,8 @@ def check_ledger(ledger: Ledger) -> list[Violation]:
     _check_compactions(ledger, fail)
     _check_clock(ledger, fail)
     _check_summary(ledger, fail)
+    if ledger.parent_found is False:
+        fail("fork", f"its parent {ledger.session['parent_id']!r} is not in the database")
     return found
 
 

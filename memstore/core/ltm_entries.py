@@ -77,11 +77,13 @@ class LongTermChange:
         key: The entry's key.
         scope: The entry's scope.
         version: The version this change produced.
-        action: ``"set"``, ``"delete"`` or ``"expire"``.
-        value: The value set (``None`` for a delete or an expiry).
+        action: ``"set"``, ``"delete"``, ``"expire"``, or ``"purged"``: a version
+            consolidation derived from history deleted with ``with_derived``, its value and
+            source erased.
+        value: The value set (``None`` for a delete, an expiry or a purged version).
         changed_at: When it happened (for an expiry: the moment the entry expired).
         source: The version's provenance when consolidation wrote it (``None``: a person or
-            the application did, or it is a delete or an expiry).
+            the application did, or it is a delete, an expiry or a purged version).
     """
 
     key: str

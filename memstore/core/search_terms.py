@@ -126,21 +126,25 @@ class SearchScope:
 
     Attributes:
         sessions: Session ids whose items and summaries are searched (``None``: every
-            session; empty: none).
+            session; empty: none, unless ``session_scopes`` adds some).
         scopes: Long-term scopes whose live entries are searched (``None``: every scope;
             empty: none).
         include_active: Also active items and current summaries (otherwise only what left
             working memory: forgotten items and superseded summaries).
+        session_scopes: Also the sessions recorded in these scopes, listed by the search in
+            its own read (:func:`memstore.db.search.with_scope_sessions`).
     """
 
     sessions: tuple[str, ...] | None
     scopes: tuple[str, ...] | None
     include_active: bool = True
+    session_scopes: tuple[str, ...] = ()
 
     @classmethod
     def across(cls, sessions: Iterable[str] | None, scopes: Iterable[str] | None) -> SearchScope:
-        """A store-wide search: everything, unless restricted. Sessions given alone search
-        no long-term entry, and scopes given alone no session.
+        """A store-wide search: everything, unless restricted. Each restriction adds what it
+        selects: a session its history, a scope its long-term entries and the history of
+        the sessions recorded in it. Sessions given alone search no long-term entry.
 
         Raises:
             ValidationError: a bad session id or scope (``sessions``, ``scopes``).
@@ -149,11 +153,9 @@ class SearchScope:
             "sessions", sessions, partial(validate_session_id, field="sessions")
         )
         chosen_scopes = validate_names("scopes", scopes, partial(validate_scope, field="scopes"))
-        if chosen_sessions is None and chosen_scopes is not None:
-            chosen_sessions = ()
-        elif chosen_scopes is None and chosen_sessions is not None:
-            chosen_scopes = ()
-        return cls(chosen_sessions, chosen_scopes)
+        if chosen_scopes is None:
+            return cls(chosen_sessions, None if chosen_sessions is None else ())
+        return cls(chosen_sessions or (), chosen_scopes, session_scopes=chosen_scopes)
 
 
 @dataclass(frozen=True)

@@ -86,3 +86,14 @@ def validate_handle(handle: object) -> str:
     if not isinstance(handle, str) or not HANDLE_PATTERN.fullmatch(handle):
         raise ValidationError("handle", "must be 1-64 letters, digits or ._:-")
     return handle
+
+
+def validate_flag(field: str, value: object) -> bool:
+    """Return ``value`` if it is ``True`` or ``False``; anything else names ``field``.
+
+    A flag such as ``dry_run="yes"`` or ``with_forks=1`` is refused rather than read by its
+    truth: ``"no"`` is true too, and a purge or a real run is no place to guess.
+    """
+    if not isinstance(value, bool):
+        raise ValidationError(field, f"must be True or False, got {value!r}")
+    return value

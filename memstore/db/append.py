@@ -40,6 +40,7 @@ from memstore.core.values import (
     MemoryRole,
     Priority,
 )
+from memstore.db.confined import scope_refusal
 from memstore.db.connection import dialect_insert
 from memstore.db.engine import Database
 from memstore.db.reads import ITEM_COLUMNS, row_to_item, session_total, utcnow
@@ -229,8 +230,7 @@ def append_item(
             existing = _recorded_estimator(conn, session_id)
             raise EstimatorMismatchError(session_id, expected=str(existing), actual=estimator)
     if scope is not None and row.scope not in (None, scope):  # another's: the bump rolls back
-        mismatch = f"session {session_id!r} belongs to {row.scope!r}, not {scope!r}"
-        raise ValidationError("scope", mismatch)
+        raise scope_refusal(session_id, row.scope, scope)
     if new.idempotency_key is not None:
         found = conn.execute(BY_KEY, {"sid": session_id, "key": new.idempotency_key}).first()
         if found is not None:

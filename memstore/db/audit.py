@@ -58,11 +58,16 @@ def _load_ledger(conn: Connection, session_id: str) -> Ledger | None:
         .where(summaries.c.session_id == session_id)
         .order_by(summaries.c.compaction_number)
     ).all()
+    parent_found = None
+    if row.parent_id is not None:
+        parent = select(sessions.c.id).where(sessions.c.id == row.parent_id)
+        parent_found = conn.execute(parent).first() is not None
     return Ledger(
         session=dict(row._mapping),
         items=[dict(r._mapping) for r in item_rows],
         compactions=[dict(r._mapping) for r in compaction_rows],
         summaries=[dict(r._mapping) for r in summary_rows],
+        parent_found=parent_found,
     )
 
 

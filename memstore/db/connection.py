@@ -19,6 +19,10 @@ SQLite, and why:
 * ``foreign_keys=ON``: SQLite ignores foreign keys unless told otherwise, per connection.
 * ``temp_store=MEMORY``: the writer runs each write in a savepoint, whose statement journal
   would otherwise be a temporary file written on every append.
+* ``secure_delete=ON``: SQLite zeroes what it frees (a deleted or rewritten row's cell, an
+  emptied page) instead of leaving the old bytes in the file, so text a ``purge`` or ``prune``
+  deleted is gone from the file, not only from its tables (:mod:`memstore.db.erasure`).
+  Appends free next to nothing, so they pay next to nothing for it (docs/operations.md).
 
 SQLite runs on SQLAlchemy's sync engine over the stdlib driver, driven from memstore's own
 threads (:mod:`memstore.db.writer` for writes, a reader pool for reads); PostgreSQL runs on
@@ -352,6 +356,8 @@ def _install_sqlite_recipe(engine: Engine, settings: Settings) -> None:
             cursor.execute(f"PRAGMA synchronous = {settings.sqlite_synchronous}")
             # Savepoints keep a statement journal; in memory it costs no temporary file.
             cursor.execute("PRAGMA temp_store = MEMORY")
+            # Deleted text is zeroed, not left in free space (module docstring).
+            cursor.execute("PRAGMA secure_delete = ON")
         finally:
             cursor.close()
         register_functions(dbapi_connection)
@@ -383,7 +389,9 @@ def async_engine(url: str, settings: Settings) -> AsyncEngine:
     except (exc.ArgumentError, exc.NoSuchModuleError, ImportError):
         shown = make_url(url).render_as_string(hide_password=True)
         raise ValidationError(
-            "db", f"no driver for {shown} (install memstore[postgres]); use {URL_FORMS}"
+            "db",
+            f"no driver for {shown} (in memstore's checkout: pip install '.[postgres]'); "
+            f"use {URL_FORMS}",
         ) from None
     _install_fork_guard(engine.sync_engine)
     return engine

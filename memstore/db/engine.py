@@ -28,7 +28,7 @@ import asyncio
 import concurrent.futures
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -281,7 +281,7 @@ class Database:
         if not isinstance(self.engine, Engine):
             if self.engine is not self._user_engine:  # never dispose a user's engine
                 with translate_errors():
-                    await self.engine.dispose()
+                    await _uncancelled(self.engine.dispose())
             return
         if self._writer is not None:
             await asyncio.wrap_future(self._writer.close())
@@ -301,6 +301,18 @@ class Database:
             shut_down()
             return
         await asyncio.wrap_future(done)
+
+
+async def _uncancelled(closing: Awaitable[None]) -> None:
+    """Await ``closing`` to its end even if the caller is cancelled meanwhile (Ctrl-C), then
+    let the cancellation go on: a connection left half-closed is a driver's traceback on
+    the way out (asyncpg's close interrupted), not a quiet exit."""
+    task = asyncio.ensure_future(closing)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await task
+        raise
 
 
 def _run_into(fn: Callable[[], None], done: concurrent.futures.Future[None]) -> None:

@@ -53,6 +53,7 @@ from memstore.core.values import ITEM_OVERHEAD_TOKENS, MemoryKind
 from memstore.db.connection import dialect_insert
 from memstore.db.engine import Database
 from memstore.db.reads import fetch_session_row, row_to_info, utcnow
+from memstore.db.search_index import index_tail
 from memstore.db.tables import compactions, items, sessions, summaries
 from memstore.errors import SessionExistsError, SessionNotFoundError, ValidationError
 
@@ -90,7 +91,8 @@ def fork_rows(
     conn: Connection, session_id: str, new_session_id: str, at: int | None
 ) -> SessionInfo:
     """The fork, as one write function (module docstring)."""
-    # FOR SHARE on PostgreSQL: a prune or compaction of the parent waits for the copy.
+    # FOR SHARE on PostgreSQL: a prune or compaction of the parent waits for the copy; a
+    # purge that locked the parent first makes the copy wait, then find no parent.
     parent = conn.execute(
         select(sessions).where(sessions.c.id == session_id).with_for_update(read=True)
     ).first()
@@ -156,6 +158,7 @@ def fork_rows(
         )
     if produced:
         conn.execute(insert(summaries), [_copied_summary(row, new_session_id) for row in produced])
+    index_tail(conn)  # the copies are searchable through the index at once
     info = fetch_session_row(conn, new_session_id)
     assert info is not None
     return row_to_info(info)
@@ -256,8 +259,14 @@ def _summary_at(
 # -- forks of a session, and a passage shared by several -----------------------------------
 
 
-def descendants(conn: Connection, session_id: str) -> list[str]:
-    """Every fork of the session, and their forks, nearest first (a read)."""
+def descendants(conn: Connection, session_id: str, *, lock: bool = False) -> list[str]:
+    """Every fork of the session, and their forks, nearest first (a read).
+
+    ``lock``, for a write that deletes them (the caller has locked ``session_id``): each fork's
+    row is locked ``FOR UPDATE`` (PostgreSQL) before its own forks are listed, so a fork of it
+    being taken right now is listed or finds its parent gone (:func:`fork_rows` holds the
+    parent ``FOR SHARE``).
+    """
     found: list[str] = []
     frontier = [session_id]
     while frontier:
@@ -271,6 +280,8 @@ def descendants(conn: Connection, session_id: str) -> list[str]:
             .all()
         )
         children = [child for child in children if child not in found and child != session_id]
+        if lock and children:
+            conn.execute(select(sessions.c.id).where(sessions.c.id.in_(children)).with_for_update())
         found += children
         frontier = children
     return found

@@ -14,7 +14,7 @@ are the fields of :class:`~memstore.core.ltm_entries.LongTermEntry` and
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -228,6 +228,50 @@ async def delete_entry(
         return True
 
     deleted: bool = await _retrying(db, write)
+    return deleted
+
+
+#: History rows updated per statement: under SQLite's oldest limit of 999 bound parameters.
+_ERASE_CHUNK = 500
+
+
+def forget_derived(
+    conn: Connection, derived: Callable[[Mapping[str, Any]], bool], now: datetime
+) -> int:
+    """Delete what consolidation derived from deleted history, in the caller's transaction.
+
+    Every entry whose current version's ``source`` ``derived`` claims is deleted (a live one
+    recorded as a ``delete``, an expired one as its ``expire``), and every history version
+    whose source it claims loses its value and source: the record stays, with the action
+    ``purged``, so the versions keep their numbers (a stale compare-and-set still never
+    matches) and the history says a version was erased, not what it held.
+
+    Returns:
+        How many entries were deleted (live or expired).
+    """
+    rows = conn.execute(
+        select(*ENTRY_COLUMNS).where(ltm_entries.c.source.is_not(None)).with_for_update()
+    ).all()
+    deleted = 0
+    for row in rows:
+        if not (isinstance(row.source, Mapping) and derived(row.source)):
+            continue
+        conn.execute(delete(ltm_entries).where(_pk(row.scope, row.key)))
+        deleted += 1
+        if is_live(row.expires_at, now):
+            _record(conn, row.scope, row.key, row.version + 1, None, "delete", now)
+        else:
+            _record(conn, row.scope, row.key, row.version + 1, None, "expire", row.expires_at)
+    versions = conn.execute(
+        select(ltm_history.c.id, ltm_history.c.source).where(ltm_history.c.source.is_not(None))
+    ).all()
+    erased = [r.id for r in versions if isinstance(r.source, Mapping) and derived(r.source)]
+    for start in range(0, len(erased), _ERASE_CHUNK):
+        conn.execute(
+            update(ltm_history)
+            .where(ltm_history.c.id.in_(erased[start : start + _ERASE_CHUNK]))
+            .values(value=None, source=None, action="purged")
+        )
     return deleted
 
 

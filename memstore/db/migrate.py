@@ -72,6 +72,29 @@ def head_revision() -> str:
     return head
 
 
+def too_new(current: str, head: str) -> str:
+    """What to do about a schema a newer memstore wrote (``db upgrade`` and ``db current``
+    say the same)."""
+    return (
+        f"the database schema ({current}) is newer than this memstore ({head}); "
+        "upgrade memstore to use it"
+    )
+
+
+def known_revision(revision: str | None) -> bool:
+    """Whether this code's migrations hold ``revision`` (``None``, an empty database: yes);
+    an unknown one was written by a newer memstore."""
+    from alembic.script import ScriptDirectory
+    from alembic.util.exc import CommandError
+
+    if revision is None:
+        return True
+    try:
+        return ScriptDirectory.from_config(alembic_config()).get_revision(revision) is not None
+    except CommandError:
+        return False
+
+
 def current_revision(connection: Connection) -> str | None:
     """The database's revision, ``None`` for an empty database."""
     from alembic.runtime.migration import MigrationContext
@@ -93,10 +116,7 @@ def _check_and_upgrade(connection: Connection, upgrade: bool) -> str | None:
         try:
             script.get_revision(current)
         except CommandError:
-            raise SchemaTooNewError(
-                f"the database schema ({current}) is newer than this memstore ({head}); "
-                "upgrade memstore to use it"
-            ) from None
+            raise SchemaTooNewError(too_new(current, str(head))) from None
     if not upgrade:
         raise SchemaOutdatedError(
             f"the database schema ({current or 'empty'}) is older than this memstore ({head}); "

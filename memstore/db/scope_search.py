@@ -18,14 +18,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 from functools import partial
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, or_, select, tuple_
 
 from memstore.core.search_terms import SearchHit, SearchScope
 from memstore.db.engine import Database
 from memstore.db.reads import ITEM_COLUMNS
-from memstore.db.search import _item_hit, passage_rows, search_rows
+from memstore.db.search import _item_hit, passage_rows, search_rows, with_scope_sessions
 from memstore.db.tables import compactions, items, sessions
+
+if TYPE_CHECKING:
+    from memstore.db.vector_search import SemanticQuery
 
 Passage = tuple[SearchHit, ...]
 #: Items after a match that come with it: another sitting's exchange is not in this input at
@@ -110,6 +114,7 @@ def scope_passage_rows(
     now: datetime,
     *,
     own: bool,
+    semantic: SemanticQuery | None = None,
 ) -> tuple[list[Passage], SummaryTimes, tuple[str, ...]]:
     """The best passages of the scope for ``terms``, best first (a read).
 
@@ -121,16 +126,18 @@ def scope_passage_rows(
         now: For expiry checks.
         own: Also search the session's own forgotten history (a session that does not
             exist yet has none).
+        semantic: Also rank by meaning (:func:`~memstore.db.search.search_rows`).
 
     Returns:
         The passages, each summary's time, and the other sessions searched.
     """
     found: list[Passage] = []
     if own:
-        found += passage_rows(conn, terms, session_id, limit, now)
+        found += passage_rows(conn, terms, session_id, limit, now, semantic)
     others = tuple(scope_members(conn, scope, but=session_id))
     if others:
-        hits = search_rows(conn, terms, SearchScope(others, (), include_active=True), limit, now)
+        chosen = SearchScope(others, (), include_active=True)
+        hits = search_rows(conn, terms, chosen, limit, now, semantic)
         found += _with_replies(conn, hits)
     found.sort(key=lambda passage: -passage[0].score)  # stable: ties keep each part's order
     return found, _summary_times(conn, found), others
@@ -145,9 +152,11 @@ async def scope_passages(
     now: datetime,
     *,
     own: bool,
+    semantic: SemanticQuery | None = None,
 ) -> tuple[list[Passage], SummaryTimes, tuple[str, ...]]:
-    """:func:`scope_passage_rows` in one read transaction (no terms: nothing)."""
-    if not terms:
+    """:func:`scope_passage_rows` in one read transaction (no terms and no ``semantic``:
+    nothing)."""
+    if not terms and semantic is None:
         return [], {}, ()
     return await db.run_read(
         partial(
@@ -158,6 +167,7 @@ async def scope_passages(
             limit=limit,
             now=now,
             own=own,
+            semantic=semantic,
         )
     )
 
@@ -169,26 +179,43 @@ def confined_rows(
     scope: str,
     limit: int,
     now: datetime,
+    semantic: SemanticQuery | None = None,
 ) -> list[SearchHit]:
     """:func:`~memstore.db.search.search_rows` over the sessions of ``scope`` and those of no
     scope only (a read): ``search.sessions`` narrows them further, never widens them. The list
     is read in the same transaction as the search, so a session of another scope never
     appears."""
-    if search.sessions != ():
-        members = scope_members(conn, scope, unscoped=True)
-        if search.sessions is not None:
-            wanted = set(search.sessions)
-            members = [member for member in members if member in wanted]
-        search = SearchScope(tuple(members), search.scopes, search.include_active)
-    return search_rows(conn, terms, search, limit, now)
+    return search_rows(conn, terms, confined_scope(conn, search, scope), limit, now, semantic)
+
+
+def confined_scope(conn: Connection, search: SearchScope, scope: str) -> SearchScope:
+    """``search`` narrowed to the sessions of ``scope`` and those of no scope (a read)."""
+    search = with_scope_sessions(conn, search)
+    if search.sessions == ():
+        return search
+    members = scope_members(conn, scope, unscoped=True)
+    if search.sessions is not None:
+        wanted = set(search.sessions)
+        members = [member for member in members if member in wanted]
+    return SearchScope(tuple(members), search.scopes, search.include_active)
 
 
 async def confined_search(
-    db: Database, terms: Sequence[str], search: SearchScope, scope: str, limit: int, now: datetime
+    db: Database,
+    terms: Sequence[str],
+    search: SearchScope,
+    scope: str,
+    limit: int,
+    now: datetime,
+    semantic: SemanticQuery | None = None,
 ) -> list[SearchHit]:
-    """:func:`confined_rows` in one read transaction (no terms: no hits, no query)."""
-    if not terms:
+    """:func:`confined_rows` in one read transaction (no terms and no ``semantic``: no hits,
+    no query)."""
+    if not terms and semantic is None:
         return []
     return await db.run_read(
-        partial(confined_rows, terms=terms, search=search, scope=scope, limit=limit, now=now)
-    )
+        partial(
+            confined_rows, terms=terms, search=search, scope=scope, limit=limit, now=now,
+            semantic=semantic,
+        )
+    )  # fmt: skip

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import fields
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import BindParameter, Connection, TextualSelect, bindparam, select, text
 
@@ -48,6 +48,10 @@ from memstore.db.engine import Database
 from memstore.db.fork import unique_hits
 from memstore.db.reads import ITEM_COLUMNS, row_to_item
 from memstore.db.tables import JSONDocument, UTCDateTime, items
+from memstore.db.tables import sessions as session_rows
+
+if TYPE_CHECKING:
+    from memstore.db.vector_search import SemanticQuery
 
 #: The FTS5 tables (SQLite) as migration 0008 made them: content table, its integer key and
 #: the indexed columns.
@@ -60,12 +64,16 @@ FTS_TABLES = {
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 #: FTS5 keeps each index in shadow tables named after it.
 _SHADOWS = ("_data", "_idx", "_docsize", "_config", "_content")
+#: The FTS5 table of conversation entries (migration 0014; memstore.db.conversation_search).
+CONVERSATION_FTS = "conversation_entries_fts"
 #: Everything the search index adds to a SQLite schema (for Alembic's comparisons).
 INDEX_TABLES = frozenset(
     [
         *FTS_TABLES,
         *(name + suffix for name in FTS_TABLES for suffix in _SHADOWS),
         search_index.WATERMARK_TABLE,
+        CONVERSATION_FTS,
+        *(CONVERSATION_FTS + suffix for suffix in _SHADOWS),
     ]
 )
 
@@ -77,7 +85,12 @@ def modelled(name: str | None, type_: str, parent_names: Any) -> bool:
 
 
 #: The PostgreSQL expression indexes.
-POSTGRES_INDEXES = ("ix_items_search", "ix_summaries_search", "ix_ltm_entries_search")
+POSTGRES_INDEXES = (
+    "ix_items_search",
+    "ix_summaries_search",
+    "ix_ltm_entries_search",
+    "ix_conversation_entries_search",  # migration 0014
+)
 #: Must be the configuration migration 0008 indexed with: the planner uses an expression
 #: index only for the very same expression.
 PG_CONFIG = "'english'::regconfig"
@@ -221,22 +234,64 @@ def _statement(sql: str, scope: SearchScope, types: dict[str, Any]) -> TextualSe
 
 
 def search_rows(
-    conn: Connection, terms: Sequence[str], scope: SearchScope, limit: int, now: datetime
+    conn: Connection,
+    terms: Sequence[str],
+    scope: SearchScope,
+    limit: int,
+    now: datetime,
+    semantic: SemanticQuery | None = None,
 ) -> list[SearchHit]:
     """The best ``limit`` hits for ``terms`` within ``scope``, best first (a read).
 
     A passage a fork copied from its parent is one passage: only its best copy is listed
     (:func:`~memstore.db.fork.unique_hits`), and more rows are ranked until ``limit``
-    distinct ones are found or none is left.
+    distinct ones are found or none is left. With ``semantic``, the rows are also ranked by
+    meaning and the two rankings fused (or, when it says so, ranked by meaning alone).
     """
+    scope = with_scope_sessions(conn, scope)
     fetch = limit
     while True:
-        ranked = _ranked_rows(conn, terms, scope, fetch, now)
+        ranked = _hybrid_rows(conn, terms, scope, fetch, now, semantic)
         hits = unique_hits(conn, ranked)
         if len(hits) >= limit or len(ranked) < fetch:
             return hits[:limit]
         # Copies crowded the ranking: rank as many more rows as they took, at least double.
         fetch = max(fetch * 2, fetch * limit // max(len(hits), 1) + limit)
+
+
+def _hybrid_rows(
+    conn: Connection,
+    terms: Sequence[str],
+    scope: SearchScope,
+    limit: int,
+    now: datetime,
+    semantic: SemanticQuery | None,
+) -> list[SearchHit]:
+    """The word ranking, the meaning ranking, or both fused (:mod:`memstore.core.fusion`)."""
+    by_words = semantic is None or semantic.lexical
+    if semantic is None:
+        return _ranked_rows(conn, terms, scope, limit, now) if terms else []
+    from memstore.core.fusion import FUSION_DEPTH, fuse_hits
+    from memstore.db.vector_search import semantic_rows
+
+    if not by_words:
+        return semantic_rows(conn, semantic, scope, limit, now)
+    # Each ranking is read deeper than the hits wanted: a row both place 15th can beat one
+    # that only one of them places 5th.
+    depth = limit * FUSION_DEPTH
+    lexical = _ranked_rows(conn, terms, scope, depth, now) if terms else []
+    return fuse_hits(lexical, semantic_rows(conn, semantic, scope, depth, now))[:limit]
+
+
+def with_scope_sessions(conn: Connection, scope: SearchScope) -> SearchScope:
+    """``scope`` with the sessions recorded in its ``session_scopes`` among its sessions
+    (read in the search's own transaction, so a session of another scope never appears)."""
+    if not scope.session_scopes or scope.sessions is None:
+        return scope
+    recorded = select(session_rows.c.id).where(session_rows.c.scope.in_(scope.session_scopes))
+    members = sorted(conn.execute(recorded).scalars())
+    chosen = tuple(dict.fromkeys([*scope.sessions, *members]))
+    return SearchScope(chosen, scope.scopes, scope.include_active)
 
 
 def _ranked_rows(
@@ -289,21 +344,35 @@ def _tail_hits(conn: Connection, scope: SearchScope, params: dict[str, Any]) -> 
 
 
 async def search(
-    db: Database, terms: Sequence[str], scope: SearchScope, limit: int, now: datetime
+    db: Database,
+    terms: Sequence[str],
+    scope: SearchScope,
+    limit: int,
+    now: datetime,
+    semantic: SemanticQuery | None = None,
 ) -> list[SearchHit]:
-    """:func:`search_rows` in one read transaction (no terms: no hits, no query)."""
-    if not terms:
+    """:func:`search_rows` in one read transaction (no terms and no ``semantic``: no hits,
+    no query)."""
+    if not terms and semantic is None:
         return []
-    return await db.run_read(partial(search_rows, terms=terms, scope=scope, limit=limit, now=now))
+    return await db.run_read(
+        partial(search_rows, terms=terms, scope=scope, limit=limit, now=now, semantic=semantic)
+    )
 
 
 def passage_rows(
-    conn: Connection, terms: Sequence[str], session_id: str, limit: int, now: datetime
+    conn: Connection,
+    terms: Sequence[str],
+    session_id: str,
+    limit: int,
+    now: datetime,
+    semantic: SemanticQuery | None = None,
 ) -> list[tuple[SearchHit, ...]]:
-    """What left the session's working memory and best matches ``terms``: each matched item
-    with the item right after it, if that one left working memory too (a read)."""
+    """What left the session's working memory and best matches ``terms`` (and, with
+    ``semantic``, the query's meaning): each matched item with the item right after it, if
+    that one left working memory too (a read)."""
     scope = SearchScope((session_id,), (), include_active=False)
-    hits = search_rows(conn, terms, scope, limit, now)
+    hits = search_rows(conn, terms, scope, limit, now, semantic)
     wanted = [hit.seq + 1 for hit in hits if hit.seq is not None]
     replies: dict[int, SearchHit] = {}
     if wanted:
@@ -320,14 +389,23 @@ def passage_rows(
 
 
 async def passages(
-    db: Database, terms: Sequence[str], session_id: str, limit: int, now: datetime
+    db: Database,
+    terms: Sequence[str],
+    session_id: str,
+    limit: int,
+    now: datetime,
+    semantic: SemanticQuery | None = None,
 ) -> list[tuple[SearchHit, ...]]:
-    """:func:`passage_rows` in one read transaction (no terms: nothing)."""
-    if not terms:
+    """:func:`passage_rows` in one read transaction (no terms and no ``semantic``:
+    nothing)."""
+    if not terms and semantic is None:
         return []
     return await db.run_read(
-        partial(passage_rows, terms=terms, session_id=session_id, limit=limit, now=now)
-    )
+        partial(
+            passage_rows, terms=terms, session_id=session_id, limit=limit, now=now,
+            semantic=semantic,
+        )
+    )  # fmt: skip
 
 
 def _item_hit(row: Any, score: float | None = None, snippet: str | None = None) -> SearchHit:

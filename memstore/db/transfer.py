@@ -7,7 +7,10 @@ the original. The format is versioned (``format`` on the first record).
 An import is untrusted input. Each record is checked against its column here (types, numbers
 within 0..the column's largest value, storable text, items the API would have accepted, within
 the store's ``max_item_bytes``); what the records say together (recounted tokens, counters,
-fates) is checked by :mod:`memstore.core.import_checks`. Nothing is written unless all pass.
+fates) is checked by :mod:`memstore.core.import_checks`, and what they claim about other rows
+(free item ids, the parent of a fork and the origins of its copies) by
+:mod:`memstore.db.import_lineage`, in the import's transaction. Nothing is written unless all
+pass.
 """
 
 from __future__ import annotations
@@ -33,7 +36,10 @@ from memstore.core.validation import (
     validate_text,
 )
 from memstore.core.values import Fate, check_kind_role, parse_kind, parse_priority, parse_role
+from memstore.db.connection import dialect_insert
 from memstore.db.engine import Database
+from memstore.db.import_lineage import check_against_database
+from memstore.db.search_index import index_tail
 from memstore.db.tables import UTCDateTime, compactions, items, sessions, summaries
 from memstore.errors import ConflictError, SessionNotFoundError, ValidationError
 
@@ -48,9 +54,6 @@ TABLES: dict[str, Table] = {
     "summary": summaries,
 }
 
-
-#: Rows ready to insert: (table, column values).
-Rows = list[tuple[Table, dict[str, Any]]]
 #: The largest value an ``Integer`` column holds on every backend (PostgreSQL's ``integer``),
 #: and a ``BigInteger`` one: a larger number would fail inside the driver, not here.
 MAX_INTEGER = 2**31 - 1
@@ -188,8 +191,9 @@ def _check_payload(values: Mapping[str, Any], where: str, max_bytes: int) -> Non
 
 def parse_records(
     records: Iterable[Mapping[str, Any]], max_bytes: int = DEFAULT_MAX_ITEM_BYTES
-) -> tuple[str, Rows]:
-    """Check and convert records for :func:`import_records`; return the session id and rows.
+) -> tuple[str, list[Record]]:
+    """Check and convert records for :func:`import_records`: the session id, and the records
+    (their column values) in the order they are inserted.
 
     Args:
         records: The export's records, in its order.
@@ -230,7 +234,7 @@ def parse_records(
     check_import(checked, estimator.count, max_bytes)
     order = list(TABLES)
     checked.sort(key=lambda record: order.index(record.kind))
-    return session_id, [(TABLES[record.kind], record.values) for record in checked]
+    return session_id, checked
 
 
 async def import_records(
@@ -239,20 +243,44 @@ async def import_records(
     """Insert an exported session in one transaction; return its id.
 
     Raises:
-        ValidationError: a malformed record, or a ledger ``memstore check`` would refuse
-            (nothing written).
+        ValidationError: a malformed record, a ledger ``memstore check`` would refuse, an item
+            id the database holds already, or fork and origin metadata the database does not
+            bear out (nothing written).
         ConflictError: the database already has a session with that id (nothing written).
     """
-    session_id, rows = parse_records(records, max_bytes)
-    await db.run_write(partial(_insert_rows, session_id=session_id, rows=rows))
+    session_id, checked = parse_records(records, max_bytes)
+    await insert_records(db, session_id, checked)
     return session_id
 
 
-def _insert_rows(conn: Connection, session_id: str, rows: Rows) -> None:
-    exists = conn.execute(select(sessions.c.id).where(sessions.c.id == session_id)).first()
-    if exists is not None:
+#: What :func:`parse_records` makes of an export: its records, checked, in insertion order.
+Rows = list[Record]
+
+
+async def insert_records(db: Database, session_id: str, rows: Rows) -> None:
+    """Insert what :func:`parse_records` returned, in one transaction (checked against the
+    database there: ids, parent, origins), and index it.
+
+    Raises:
+        ConflictError: the database already has a session with that id (nothing written).
+        ValidationError: the records do not fit the database (nothing written).
+    """
+    await db.run_write(partial(_insert_rows, session_id=session_id, records=rows))
+
+
+def _insert_rows(conn: Connection, session_id: str, records: Rows) -> None:
+    # The session row first, ON CONFLICT DO NOTHING: an import of the same session racing
+    # this one is a ConflictError either way, never a constraint violation.
+    created = conn.execute(
+        dialect_insert(conn.dialect.name)(sessions)
+        .values(records[0].values)
+        .on_conflict_do_nothing()
+    )
+    if created.rowcount != 1:
         raise ConflictError(f"session {session_id!r} already exists in this database")
-    for table in TABLES.values():
-        batch = [values for owner, values in rows if owner is table]
-        if batch:
+    check_against_database(conn, records)
+    for kind, table in TABLES.items():
+        batch = [record.values for record in records if record.kind == kind]
+        if batch and table is not sessions:
             conn.execute(insert(table), batch)
+    index_tail(conn)  # searches use the index at once, not a scan of every imported row

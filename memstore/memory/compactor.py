@@ -11,7 +11,9 @@ In order, each step with no transaction open between them:
 4. commit the plan under compare-and-swap (:mod:`memstore.db.compaction`); a lost race
    re-plans, up to :data:`MAX_COMPACTION_ROUNDS` plans per run.
 
-A run that ends without committing gives the lease back.
+A run that ends without committing gives the lease back. Each call (an append's trigger, a
+``compact()``) is one ``memstore.compact`` span while the application traces
+(:mod:`memstore.memory.tracing`), carrying the figures of the last report it committed.
 
 :meth:`Compactor.run_when_free` is what ``compact()`` uses: while another worker holds the
 lease it polls (backing off to :data:`MAX_WAIT_POLL_S`) until the lease is free or the wait
@@ -56,6 +58,7 @@ from memstore.errors import (
     ValidationError,
 )
 from memstore.extraction.protocols import Summarizer, summarizer_name
+from memstore.memory.tracing import COMPACT, MemorySpan, start
 from memstore.memory.worker import Worker
 
 log = logging.getLogger("memstore")
@@ -216,6 +219,17 @@ class Compactor:
             The last committed report; else the :class:`LeaseHolder` when another worker
             holds the lease; else ``None`` (nothing to compact).
         """
+        with self._span(trigger) as span:
+            outcome = await self._rounds(trigger)
+            span.compacted(outcome)
+            return outcome
+
+    def _span(self, trigger: str) -> MemorySpan:
+        span = start(COMPACT, conversation=self._session_id)
+        span.set("memstore.compaction.trigger", trigger)
+        return span
+
+    async def _rounds(self, trigger: str) -> Outcome:
         last: CompactionReport | None = None
         attempt = 1  # plans made for the compaction being attempted (1 + lost races)
         for _ in range(MAX_COMPACTION_ROUNDS):
@@ -234,7 +248,8 @@ class Compactor:
         return last
 
     async def run_when_free(self, trigger: str, *, timeout: float) -> Outcome:
-        """:meth:`run`, waiting up to ``timeout`` seconds while another worker holds the lease.
+        """:meth:`run` (in the caller's span), waiting up to ``timeout`` seconds while another
+        worker holds the lease.
 
         Returns:
             As :meth:`run`; the :class:`LeaseHolder` only when the wait ran out.
@@ -243,7 +258,7 @@ class Compactor:
         deadline = loop.time() + timeout
         pause = FIRST_WAIT_POLL_S
         while True:
-            outcome = await self.run(trigger)
+            outcome = await self._rounds(trigger)
             left = deadline - loop.time()
             if not isinstance(outcome, LeaseHolder) or left <= 0:
                 return outcome
@@ -256,20 +271,23 @@ class Compactor:
         Raises:
             LeaseHeldError: not ``wait``, and another worker holds the lease.
         """
-        if wait:
-            outcome = await self.run_when_free("manual", timeout=timeout)
-        else:
-            outcome = await self.run("manual")
-        if not isinstance(outcome, LeaseHolder):
-            return outcome
-        if not wait:
-            raise LeaseHeldError(
-                self._session_id,
-                holder=outcome.owner,
-                host=outcome.host,
-                pid=outcome.pid,
-                expires_in=outcome.expires_in,
-            )
+        with self._span("manual") as span:
+            if wait:
+                outcome = await self.run_when_free("manual", timeout=timeout)
+            else:
+                outcome = await self._rounds("manual")
+            span.compacted(outcome)
+            if not isinstance(outcome, LeaseHolder):
+                return outcome
+            if not wait:
+                raise LeaseHeldError(
+                    self._session_id,
+                    holder=outcome.owner,
+                    host=outcome.host,
+                    pid=outcome.pid,
+                    expires_in=outcome.expires_in,
+                )
+            span.fail(f"gave up after waiting {timeout:g}s for the lease")
         log.warning(
             "memstore: compact() of %s gave up after waiting %gs for the compaction of %s "
             "(its lease runs %.1fs more); nothing was compacted",

@@ -7,17 +7,19 @@ consolidation of the session, in this order, with no transaction open between th
    it, up to :data:`LEASE_WAIT_S_FACTOR` lease times), and keep it alive with a heartbeat;
 2. read the items no earlier run consumed (after a compaction: only those that left working
    memory);
-3. extract facts from them (:data:`Extractor`: the offline :class:`OfflineExtractor` by
-   default, or a model's);
+3. extract facts from them (an :class:`~memstore.Extractor`: the offline
+   :class:`~memstore.OfflineExtractor` by default, or a model's), told the budget;
 4. read what the slots those facts name hold, and decide each fact's fate
-   (:func:`memstore.extraction.slots.decide`: people win, nothing twice, newer supersedes older,
-   at most a fifth of the tokens consumed);
+   (:func:`memstore.extraction.slots.decide`: people win, nothing twice, newer supersedes
+   older, what the user stated always, the rest within a budget of the tokens consumed);
 5. commit the entries, the run's report and the record of what it consumed in one
    transaction, fenced by the lease (:func:`memstore.db.consolidation_runs.commit_run`); if a
    person wrote a slot meanwhile, plan again from step 4.
 
 A dry run stops after step 4 and writes nothing (it takes no lease). A run with nothing new
-to consume writes nothing at all, so consolidating twice is a no-op.
+to consume writes nothing at all, so consolidating twice is a no-op. While the application
+traces, each run is an ``upsert_memory`` span with its report's counts
+(:mod:`memstore.memory.tracing`).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from memstore.extraction.slots import (
     provenance,
 )
 from memstore.memory.compactor import Heartbeat
+from memstore.memory.tracing import UPSERT_MEMORY, start
 from memstore.memory.worker import Worker
 
 #: How long an asked-for run waits for a compaction (or another run) holding the lease: a
@@ -123,6 +126,14 @@ class Consolidator:
                 handle's.
             LeaseHeldError: another worker kept the lease past the wait.
         """
+        with start(UPSERT_MEMORY, operation=UPSERT_MEMORY, conversation=self._session_id) as span:
+            report = await self._run(dry_run, forgotten_only, compaction, wait)
+            span.consolidated(report)
+            return report
+
+    async def _run(
+        self, dry_run: bool, forgotten_only: bool, compaction: int | None, wait: bool
+    ) -> ConsolidationReport | None:
         scope = await self._resolve_scope()
         if dry_run:
             pending = await runs.unconsumed_items(

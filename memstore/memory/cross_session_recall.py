@@ -18,19 +18,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from memstore.core.ltm_entries import memory_budget
 from memstore.core.policy import Snapshot
-from memstore.core.search_terms import search_terms
+from memstore.core.search_terms import SearchScope, search_terms
 from memstore.core.values import MemoryLimits
 from memstore.db import reads
-from memstore.db.scope_search import scope_passages
+from memstore.db.scope_search import scope_members, scope_passages
+from memstore.memory.tracing import recalling
 from memstore.render.recall import RECALL_CANDIDATES, novel_passages, recall_query
 from memstore.render.scope_recall import ScopeRecallBlock, fit_scope_recall
 
 if TYPE_CHECKING:
     from memstore.db import Database
+    from memstore.memory.embedding import EmbeddingService
     from memstore.memory.long_term import MemoriesBlock
 
 
@@ -44,6 +47,7 @@ class ScopedHandle:
     limits: MemoryLimits
     count: Callable[[str], int]
     recall_budget: int | None
+    embedding: EmbeddingService | None = None
 
 
 async def scoped_recall(
@@ -53,6 +57,7 @@ async def scoped_recall(
     memories: MemoriesBlock | None,
     room: int,
     spare: int,
+    text: str | None = None,
 ) -> ScopeRecallBlock | None:
     """The recall block of a scoped session (``None``: no query, or nothing matches).
 
@@ -64,6 +69,7 @@ async def scoped_recall(
         memories: The memories block already in the input (its text is not recalled again).
         room: Tokens left under the hard limit after the memories.
         spare: Tokens neither working memory nor the memories use.
+        text: The query's text, when ``terms`` came from one (ranked by meaning too).
     """
     if terms is None:
         query = None
@@ -72,27 +78,40 @@ async def scoped_recall(
         if query is None:
             return None
         terms = search_terms(query)
-    if not terms:
-        return None
-    found, when, _others = await scope_passages(
-        sources.database,
-        terms,
-        sources.session_id,
-        sources.scope,
-        RECALL_CANDIDATES,
-        reads.utcnow(),
-        own=snap is not None and snap.compaction_count > 0,
-    )
-    held: list[str] = []
-    if snap is not None:
-        held += [item.content for item in snap.items]
-        held += [text for text in (snap.summary,) if text is not None]
-    if memories is not None:
-        held.append(memories.message["content"])
-    if sources.recall_budget is not None:
-        budget = sources.recall_budget
     else:
-        budget = max(memory_budget(None, sources.limits), spare)
-    return fit_scope_recall(
-        sources.scope, novel_passages(found, held), when, sources.count, min(budget, room)
-    )
+        query = text
+    if query is None:
+        return None
+    with recalling(sources.session_id, terms, sources.scope) as span:
+        semantic = None
+        if sources.embedding is not None:
+            from memstore.memory.embedding import ranking
+
+            members = await sources.database.run_read(partial(scope_members, scope=sources.scope))
+            scope = SearchScope(tuple(dict.fromkeys([sources.session_id, *members])), ())
+            terms, semantic = await ranking(sources.embedding, query, terms, scope)
+        found, when, _others = await scope_passages(
+            sources.database,
+            terms,
+            sources.session_id,
+            sources.scope,
+            RECALL_CANDIDATES,
+            reads.utcnow(),
+            own=snap is not None and snap.compaction_count > 0,
+            semantic=semantic,
+        )
+        held: list[str] = []
+        if snap is not None:
+            held += [item.content for item in snap.items]
+            held += [text for text in (snap.summary,) if text is not None]
+        if memories is not None:
+            held.append(memories.message["content"])
+        if sources.recall_budget is not None:
+            budget = sources.recall_budget
+        else:
+            budget = max(memory_budget(None, sources.limits), spare)
+        block = fit_scope_recall(
+            sources.scope, novel_passages(found, held), when, sources.count, min(budget, room)
+        )
+        span.recalled(len(found), block)
+        return block

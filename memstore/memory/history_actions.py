@@ -8,19 +8,51 @@ the user's long-term memory now, so they stay unless ``with_derived`` deletes th
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memstore.core.validation import validate_session_id
-from memstore.errors import VersionConflictError
+from memstore.config import DEFAULT_MAX_ITEM_BYTES
+from memstore.core.validation import validate_flag, validate_session_id
+from memstore.errors import ValidationError
 
 if TYPE_CHECKING:
     from memstore.config import Settings
     from memstore.core.ltm_entries import LongTermEntry
     from memstore.db import Database
+    from memstore.db.transfer import Rows
+    from memstore.memory.embedding import EmbeddingService
     from memstore.memory.long_term import LongTermMemory
+
+
+@dataclass(frozen=True)
+class CheckedExport:
+    """An export's records, checked as an import checks them, ready to insert.
+
+    Attributes:
+        session_id: The exported session.
+        rows: The rows to insert, by table.
+        max_item_bytes: The largest item they were checked to accept.
+    """
+
+    session_id: str
+    rows: Rows
+    max_item_bytes: int
+
+
+def check_export(
+    records: Iterable[Mapping[str, Any]], *, max_item_bytes: int = DEFAULT_MAX_ITEM_BYTES
+) -> CheckedExport:
+    """Check an export's records before any database is opened (pure: no I/O).
+
+    Raises:
+        ValidationError: naming the record and field that is wrong.
+    """
+    from memstore.db.transfer import parse_records
+
+    session_id, rows = parse_records(records, max_item_bytes)
+    return CheckedExport(session_id, rows, max_item_bytes)
 
 
 class HistoryActions:
@@ -28,6 +60,7 @@ class HistoryActions:
 
     _db: Database
     settings: Settings
+    embedding: EmbeddingService | None
 
     @property
     def ltm(self) -> LongTermMemory:
@@ -44,17 +77,35 @@ class HistoryActions:
 
         return await transfer.export_records(self._db, validate_session_id(session_id))
 
-    async def import_session(self, records: Iterable[Mapping[str, Any]]) -> str:
+    async def import_session(self, records: Iterable[Mapping[str, Any]] | CheckedExport) -> str:
         """Insert an exported session, in one transaction; return its id.
+
+        Args:
+            records: The export's records, or what :func:`check_export` made of them (checked
+                before any database was opened: a failed check creates no file).
 
         Raises:
             ValidationError: a malformed record, or a ledger ``memstore check`` would refuse
-                (:mod:`memstore.core.import_checks`), naming record and field (nothing written).
+                (:mod:`memstore.core.import_checks`), naming record and field (nothing written);
+                records checked against a larger item size than this store allows.
             ConflictError: a session with that id exists here already (nothing written).
         """
         from memstore.db import transfer
 
-        return await transfer.import_records(self._db, records, self.settings.max_item_bytes)
+        limit = self.settings.max_item_bytes
+        if not isinstance(records, CheckedExport):
+            checked = check_export(records, max_item_bytes=limit)
+        elif records.max_item_bytes > limit:
+            raise ValidationError(
+                "records",
+                f"checked for items of {records.max_item_bytes} bytes; this store takes {limit}",
+            )
+        else:
+            checked = records
+        await transfer.insert_records(self._db, checked.session_id, checked.rows)
+        if self.embedding is not None:  # a bulk of new rows: embed them in the background
+            self.embedding.start()
+        return checked.session_id
 
     async def prune(
         self,
@@ -68,37 +119,51 @@ class HistoryActions:
 
         The working memory is untouched and the remaining history still replays and verifies.
         Long-term entries consolidated from the deleted items stay unless ``with_derived``
-        (:meth:`derived_entries` lists them).
+        (:meth:`derived_entries` lists them), which deletes them in the same transaction and
+        erases the text and source of their history's versions consolidated from those items.
 
         Returns:
             (compactions deleted, items deleted).
+
+        Raises:
+            ValidationError: a bad ``before`` or ``with_derived``.
         """
         from memstore.db import prune as pruning
 
         sid = validate_session_id(session_id)
-        done = await pruning.prune(self._db, sid, before_version=before_version, before_time=before)
-        if with_derived:
-            await self._forget(await self.derived_entries(sid, deleted_items_only=True))
-        return done
+        return await pruning.prune(
+            self._db,
+            sid,
+            before_version=before_version,
+            before_time=before,
+            with_derived=validate_flag("with_derived", with_derived),
+            now=self.ltm.clock(),
+        )
 
     async def purge(
         self, session_id: str, *, with_forks: bool = False, with_derived: bool = False
     ) -> int:
         """Delete a session and its whole history; return how many items were deleted.
 
-        Long-term entries consolidated from it stay unless ``with_derived``.
+        Long-term entries consolidated from it (or from a fork deleted with it) stay unless
+        ``with_derived``, which deletes them in the same transaction and erases the text and
+        source of every history version consolidated from a deleted session.
 
         Raises:
             ForkedHistoryError: forks hold copies of its history (nothing deleted), unless
                 ``with_forks`` deletes them too.
+            ValidationError: ``with_forks`` or ``with_derived`` is not a bool.
         """
         from memstore.db import prune as pruning
 
         sid = validate_session_id(session_id)
-        derived = await self.derived_entries(sid) if with_derived else []
-        deleted = await pruning.purge(self._db, sid, with_forks=with_forks)
-        await self._forget(derived)
-        return deleted
+        return await pruning.purge(
+            self._db,
+            sid,
+            with_forks=validate_flag("with_forks", with_forks),
+            with_derived=validate_flag("with_derived", with_derived),
+            now=self.ltm.clock(),
+        )
 
     async def derived_entries(
         self, session_id: str, *, deleted_items_only: bool = False
@@ -109,8 +174,3 @@ class HistoryActions:
 
         sid, now = validate_session_id(session_id), self.ltm.clock()
         return await runs.derived_entries(self._db, sid, now, deleted_items_only)
-
-    async def _forget(self, entries: Iterable[LongTermEntry]) -> None:
-        for entry in entries:  # each delete is recorded in the entry's history
-            with contextlib.suppress(VersionConflictError):  # rewritten since: not derived now
-                await self.ltm.delete(entry.key, scope=entry.scope, expected_version=entry.version)

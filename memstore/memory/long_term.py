@@ -27,6 +27,9 @@ pytest"). It is one table shared by every session and process, reached as ``stor
 * **Model input.** A session opened with ``ltm_scopes`` gets one ``developer`` message,
   "Relevant memories", built here by :func:`fit_memories` within a token budget and rendered
   by :func:`memstore.render.input.memories_message` as fenced, escaped JSON lines.
+* **Traces.** ``set``, ``delete`` and ``prune`` are spans of the application's trace
+  (``upsert_memory``, ``update_memory``, ``create_memory``, ``delete_memory``) while it
+  traces: :mod:`memstore.memory.tracing`.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memstore.config import Settings
 from memstore.core.ltm_entries import (
@@ -54,7 +57,11 @@ from memstore.core.ltm_entries import (
 from memstore.db import Database
 from memstore.db import ltm as ltm_db
 from memstore.db.reads import utcnow
+from memstore.memory.tracing import DELETE_MEMORY, RECORD_COUNT, entry_write, start
 from memstore.render.input import fit_block, memories_message, memory_line
+
+if TYPE_CHECKING:
+    from memstore.memory.embedding import EmbeddingService
 
 __all__ = [
     "LongTermChange",
@@ -141,9 +148,12 @@ class MemoryCandidates:
         total: int,
         query: tuple[str, ...],
         now: datetime,
+        text: str | None = None,
+        embedding: EmbeddingService | None = None,
     ) -> None:
         self._db, self._scopes, self._now = database, tuple(scopes), now
         self.entries, self.total, self.query = entries, total, query
+        self._text, self._embedding = text, embedding
         self._matching: list[LongTermEntry] | None = None
 
     async def fit(
@@ -154,7 +164,7 @@ class MemoryCandidates:
         block = fit_memories(self.entries, self.total, count, budget)
         if block is not None and not block.omitted:
             return block
-        if not self.query:
+        if not self.query and self._text is None:
             return None if matching_only else block
         matching = await self.matching()
         if matching_only:
@@ -164,15 +174,20 @@ class MemoryCandidates:
         return fit_memories([*matching, *rest], self.total, count, budget)
 
     async def matching(self) -> builtins.list[LongTermEntry]:
-        """The entries that match the query, best first (searched once)."""
+        """The entries that match the query, best first (searched once; by words and, with
+        an embedder, by meaning too)."""
         if self._matching is None:
             from memstore.core.search_terms import SearchScope
             from memstore.db import search as search_db
+            from memstore.memory.embedding import ranking
 
+            scope = SearchScope((), self._scopes)
+            terms, semantic = self.query, None
+            if self._text is not None:
+                terms, semantic = await ranking(self._embedding, self._text, terms, scope)
             hits = await search_db.search(
-                self._db, self.query, SearchScope((), self._scopes), MAX_RENDERED_ENTRIES,
-                self._now,
-            )  # fmt: skip
+                self._db, terms, scope, MAX_RENDERED_ENTRIES, self._now, semantic
+            )
             self._matching = [hit.entry for hit in hits if hit.entry is not None]
         return self._matching
 
@@ -189,10 +204,18 @@ class LongTermMemory:
         clock: Returns the current UTC time (tests move it to check expiry).
     """
 
-    def __init__(self, database: Database, settings: Settings, *, clock: Clock = utcnow) -> None:
+    def __init__(
+        self,
+        database: Database,
+        settings: Settings,
+        *,
+        clock: Clock = utcnow,
+        embedding: EmbeddingService | None = None,
+    ) -> None:
         self._db = database
         self.settings = settings
         self.clock = clock
+        self._embedding = embedding
 
     async def set(
         self,
@@ -223,21 +246,24 @@ class LongTermMemory:
             ValidationError: a bad key, scope, value, version or expiry (``field`` names it).
             VersionConflictError: ``expected_version`` is stale; nothing was written.
         """
-        key, scope = validate_key(key), validate_scope(scope)
-        encoded = encode_value(value, max_bytes=self.settings.ltm_max_value_bytes)
-        expected = validate_expected_version(expected_version)
-        now = self.clock()
-        expiry = resolve_expiry(ttl, expires_at, now)
-        record = await ltm_db.set_entry(
-            self._db,
-            scope,
-            key,
-            json.loads(encoded),  # a copy: later changes to the caller's object change nothing
-            expected_version=expected,
-            expires_at=expiry,
-            now=now,
-        )
-        return LongTermEntry(**record)
+        operation = entry_write(expected_version)
+        with start(operation, operation=operation) as span:
+            key, scope = validate_key(key), validate_scope(scope)
+            span.entry(scope, key)
+            encoded = encode_value(value, max_bytes=self.settings.ltm_max_value_bytes)
+            expected = validate_expected_version(expected_version)
+            now = self.clock()
+            expiry = resolve_expiry(ttl, expires_at, now)
+            record = await ltm_db.set_entry(
+                self._db,
+                scope,
+                key,
+                json.loads(encoded),  # a copy: later changes to the caller's object change nothing
+                expected_version=expected,
+                expires_at=expiry,
+                now=now,
+            )
+            return span.written(LongTermEntry(**record))
 
     async def get(self, key: str, *, scope: str = DEFAULT_SCOPE) -> LongTermEntry | None:
         """The live entry, or ``None`` (never written, deleted or expired)."""
@@ -263,13 +289,18 @@ class LongTermMemory:
             ValidationError: a bad key, scope or version.
             VersionConflictError: ``expected_version`` is stale; nothing was written.
         """
-        return await ltm_db.delete_entry(
-            self._db,
-            validate_scope(scope),
-            validate_key(key),
-            expected_version=validate_expected_version(expected_version),
-            now=self.clock(),
-        )
+        with start(DELETE_MEMORY, operation=DELETE_MEMORY) as span:
+            key, scope = validate_key(key), validate_scope(scope)
+            span.entry(scope, key)
+            deleted = await ltm_db.delete_entry(
+                self._db,
+                scope,
+                key,
+                expected_version=validate_expected_version(expected_version),
+                now=self.clock(),
+            )
+            span.set(RECORD_COUNT, int(deleted))
+            return deleted
 
     async def list(
         self, *, scope: str | None = None, prefix: str | None = None
@@ -308,7 +339,11 @@ class LongTermMemory:
         Returns:
             How many entries were deleted.
         """
-        return await ltm_db.prune_expired(self._db, self.clock(), batch=PRUNE_BATCH)
+        with start(DELETE_MEMORY, operation=DELETE_MEMORY) as span:
+            span.set("memstore.ltm.expired_only", True)
+            pruned = await ltm_db.prune_expired(self._db, self.clock(), batch=PRUNE_BATCH)
+            span.set(RECORD_COUNT, pruned)
+            return pruned
 
     async def memories(
         self,
@@ -339,10 +374,11 @@ class LongTermMemory:
         return None if found is None else await found.fit(count, budget)
 
     async def candidates(
-        self, scopes: Sequence[str], *, query: Sequence[str] | None = None
+        self, scopes: Sequence[str], *, query: Sequence[str] | None = None, text: str | None = None
     ) -> MemoryCandidates | None:
         """The live entries of ``scopes`` for one model input, read once, to fit to one
-        budget and then another (:class:`MemoryCandidates`); ``None`` when there are none."""
+        budget and then another (:class:`MemoryCandidates`); ``None`` when there are none.
+        ``text``: the query's text, ranked by meaning too when the store has an embedder."""
         scopes = validate_scopes(scopes)
         if not scopes:
             return None
@@ -353,7 +389,9 @@ class LongTermMemory:
         entries = tuple(LongTermEntry(**record) for record in records)
         if not entries:
             return None
-        return MemoryCandidates(self._db, scopes, entries, total, tuple(query or ()), now)
+        return MemoryCandidates(
+            self._db, scopes, entries, total, tuple(query or ()), now, text, self._embedding
+        )
 
     #: Aliases that read well in agent code.
     remember = set

@@ -22,7 +22,9 @@ Working memory keeps its place: memories and recall grow only into room it does 
 neither ever pushes a current item out of the view beyond ``hard - target`` tokens each.
 
 Rendering (labels, fences, Responses messages) is :mod:`memstore.render`; the search is
-:mod:`memstore.db.search`.
+:mod:`memstore.db.search`. Each input is a ``memstore.build_model_input`` span while the
+application traces, and its recall a ``search_memory`` span within it
+(:mod:`memstore.memory.tracing`).
 """
 
 from __future__ import annotations
@@ -33,10 +35,11 @@ from typing import TYPE_CHECKING, Any
 
 from memstore.core.ltm_entries import memory_budget
 from memstore.core.policy import Snapshot, bounded_view
-from memstore.core.search_terms import search_terms
-from memstore.core.values import MemoryLimits
+from memstore.core.search_terms import SearchScope, search_terms
+from memstore.core.values import MemoryItem, MemoryLimits
 from memstore.db import reads
 from memstore.db import search as search_db
+from memstore.memory.tracing import BUILD_MODEL_INPUT, MemorySpan, recalling, start
 from memstore.render.input import build_input
 from memstore.render.recall import (
     RECALL_CANDIDATES,
@@ -48,6 +51,7 @@ from memstore.render.recall import (
 
 if TYPE_CHECKING:
     from memstore.db import Database
+    from memstore.memory.embedding import EmbeddingService
     from memstore.memory.long_term import LongTermMemory, MemoriesBlock
     from memstore.render.scope_recall import ScopeRecallBlock
 
@@ -69,6 +73,8 @@ class InputSources:
     scope: str | None = None
     #: ``ltm_budget`` was given: the memories never grow past it.
     fixed_ltm_budget: bool = True
+    #: The store's embedder: recall and the memories then rank hybrid.
+    embedding: EmbeddingService | None = None
 
 
 async def assemble(sources: InputSources, recall: str | None) -> list[dict[str, Any]]:
@@ -77,14 +83,25 @@ async def assemble(sources: InputSources, recall: str | None) -> list[dict[str, 
     Raises:
         ValidationError: ``recall`` is not text, blank or too long.
     """
+    with start(BUILD_MODEL_INPUT, conversation=sources.session_id) as span:
+        messages = await _assemble(sources, recall, span)
+        span.update(
+            {"memstore.input.messages": len(messages), "memstore.limits.hard": sources.limits.hard}
+        )
+        return messages
+
+
+async def _assemble(
+    sources: InputSources, recall: str | None, span: MemorySpan
+) -> list[dict[str, Any]]:
     terms = None if recall is None else search_terms(recall, "recall")
     snap = await sources.snapshot()
     hard = sources.limits.hard
     free = hard - min(hard, 0 if snap is None else snap.total_tokens)
-    query = terms
+    query, text = terms, recall
     if query is None and snap is not None:
-        newest = recall_query(snap.items)
-        query = None if newest is None else search_terms(newest)
+        text = recall_query(snap.items)
+        query = None if text is None else search_terms(text)
     recalls = terms is not None or sources.recall_budget is not None
     may_recall = recalls and (
         sources.scope is not None or (snap is not None and snap.compaction_count > 0)
@@ -99,7 +116,9 @@ async def assemble(sources: InputSources, recall: str | None) -> list[dict[str, 
         budget = sources.ltm_budget
         if not sources.fixed_ltm_budget:
             budget = max(budget, free // 2 if may_recall else free)
-        candidates = await sources.long_term().candidates(sources.ltm_scopes, query=query)
+        candidates = await sources.long_term().candidates(
+            sources.ltm_scopes, query=query, text=text
+        )
         if candidates is not None:
             memories = await candidates.fit(sources.count, min(budget, hard), matching_only=regrow)
     room = hard - (0 if memories is None else memories.tokens)
@@ -113,15 +132,16 @@ async def assemble(sources: InputSources, recall: str | None) -> list[dict[str, 
             sources.limits,
             sources.count,
             sources.recall_budget,
+            sources.embedding,
         )
         spare = free - (0 if memories is None else memories.tokens)
         recalled: RecallBlock | ScopeRecallBlock | None = await scoped_recall(
-            handle, snap, terms, memories, room, spare
+            handle, snap, terms, memories, room, spare, recall
         )
     elif snap is None:
         return [] if memories is None else [memories.message]
     else:
-        recalled = await _recall(sources, snap, terms, memories, room)
+        recalled = await _recall(sources, snap, terms, memories, room, recall)
     if regrow and candidates is not None and (memories is None or memories.omitted):
         shown = 0 if memories is None else memories.tokens
         left = free - shown - (0 if recalled is None else recalled.tokens)
@@ -133,6 +153,8 @@ async def assemble(sources: InputSources, recall: str | None) -> list[dict[str, 
     room = hard - (0 if memories is None else memories.tokens)
     budget = room - (0 if recalled is None else recalled.tokens)
     kept, summary = bounded_view(snap, sources.limits, sources.count, budget)
+    if span.recording:
+        span.update(_parts(snap, kept, summary, memories, recalled))
     return build_input(
         kept,
         summary,
@@ -147,20 +169,50 @@ async def _recall(
     terms: tuple[str, ...] | None,
     memories: MemoriesBlock | None,
     room: int,
+    text: str | None = None,
 ) -> RecallBlock | None:
     if terms is None:
         query = None if sources.recall_budget is None else recall_query(snap.items)
         if query is None:
             return None
         terms = search_terms(query)
-    if not terms or snap.compaction_count == 0:  # nothing has left working memory yet
+    else:
+        query = text
+    if query is None or snap.compaction_count == 0:  # nothing has left working memory yet
         return None
-    found = await search_db.passages(
-        sources.database, terms, sources.session_id, RECALL_CANDIDATES, reads.utcnow()
-    )
-    held = [item.content for item in snap.items]
-    held += [text for text in (snap.summary,) if text is not None]
-    if memories is not None:
-        held.append(memories.message["content"])
-    budget = memory_budget(sources.recall_budget, sources.limits, "recall_budget")
-    return fit_recall(novel_passages(found, held), sources.count, min(budget, room))
+    with recalling(sources.session_id, terms) as span:
+        from memstore.memory.embedding import ranking
+
+        scope = SearchScope((sources.session_id,), (), include_active=False)
+        terms, semantic = await ranking(sources.embedding, query, terms, scope)
+        found = await search_db.passages(
+            sources.database, terms, sources.session_id, RECALL_CANDIDATES, reads.utcnow(), semantic
+        )
+        held = [item.content for item in snap.items]
+        held += [text for text in (snap.summary,) if text is not None]
+        if memories is not None:
+            held.append(memories.message["content"])
+        budget = memory_budget(sources.recall_budget, sources.limits, "recall_budget")
+        block = fit_recall(novel_passages(found, held), sources.count, min(budget, room))
+        span.recalled(len(found), block)
+        return block
+
+
+def _parts(
+    snap: Snapshot,
+    kept: Sequence[MemoryItem],
+    summary: str | None,
+    memories: MemoriesBlock | None,
+    recalled: RecallBlock | ScopeRecallBlock | None,
+) -> dict[str, Any]:
+    """What a model input is made of, for its span: counts and tokens, never text."""
+    return {
+        "memstore.input.session_tokens": snap.total_tokens,
+        "memstore.input.items": len(kept),
+        "memstore.input.summary": summary is not None,
+        "memstore.input.memories": 0 if memories is None else len(memories.shown),
+        "memstore.input.memories_omitted": 0 if memories is None else memories.omitted,
+        "memstore.input.memory_tokens": 0 if memories is None else memories.tokens,
+        "memstore.input.recalled": 0 if recalled is None else len(recalled.hits),
+        "memstore.input.recall_tokens": 0 if recalled is None else recalled.tokens,
+    }

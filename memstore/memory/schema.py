@@ -13,7 +13,13 @@ from dataclasses import dataclass
 
 from memstore.config import Settings
 from memstore.db import open_database
-from memstore.db.migrate import database_revision, ensure_schema, head_revision
+from memstore.db.migrate import (
+    database_revision,
+    ensure_schema,
+    head_revision,
+    known_revision,
+    too_new,
+)
 
 
 @dataclass(frozen=True)
@@ -22,11 +28,25 @@ class SchemaStatus:
 
     current: str | None
     head: str
+    known: bool = True
 
     @property
     def up_to_date(self) -> bool:
         """True when the database is at head."""
         return self.current == self.head
+
+    @property
+    def newer(self) -> bool:
+        """True when a newer memstore wrote the database: upgrade memstore, not the schema."""
+        return not self.known
+
+    def advice(self) -> str:
+        """What to do, in one phrase: nothing, ``memstore db upgrade``, or upgrade memstore."""
+        if self.up_to_date:
+            return "up to date"
+        if self.newer:
+            return too_new(str(self.current), self.head)
+        return "needs `memstore db upgrade`"
 
 
 async def schema_status(
@@ -49,7 +69,8 @@ async def schema_status(
     )
     try:
         head = head_revision()
-        before = SchemaStatus(await database_revision(database), head)
+        current = await database_revision(database)
+        before = SchemaStatus(current, head, await asyncio.to_thread(known_revision, current))
         if upgrade:
             await ensure_schema(database, upgrade=True)
             return before, SchemaStatus(await database_revision(database), head)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from memstore.core.ltm_entries import validate_scope, validate_scopes
+from memstore.core.validation import validate_flag
 
 if TYPE_CHECKING:
     from memstore.config import Settings
@@ -65,11 +66,12 @@ class Consolidating:
             The run's report (``number`` is ``None`` when nothing was committed).
 
         Raises:
-            ValidationError: the session belongs to no scope (``scope``).
+            ValidationError: the session belongs to no scope (``scope``), or ``dry_run`` is
+                not a bool.
             SessionNotFoundError: no such session.
             LeaseHeldError: another worker kept the session's lease past the wait.
         """
-        return await self.consolidator.run(dry_run=dry_run)
+        return await self.consolidator.run(dry_run=validate_flag("dry_run", dry_run))
 
     async def consolidation_reports(self) -> list[ConsolidationReport]:
         """Every committed consolidation run of the session, oldest first."""

@@ -27,7 +27,6 @@ from memstore.config import fault_point
 from memstore.core.ltm_entries import memory_budget
 from memstore.core.policy import CompactionPlan, Snapshot
 from memstore.core.records import CompactionReport
-from memstore.core.search_terms import SearchHit, SearchScope, search_terms, validate_limit
 from memstore.core.tokens import TokenEstimator
 from memstore.core.validation import validate_handle, validate_idempotency_key, validate_text
 from memstore.core.values import (
@@ -44,7 +43,7 @@ from memstore.core.values import (
 )
 from memstore.db import append as appends
 from memstore.db import reads, rewind
-from memstore.db import search as search_db
+from memstore.db.confined import confine
 from memstore.errors import (
     EstimatorMismatchError,
     MemstoreError,
@@ -55,12 +54,15 @@ from memstore.memory.compactor import Compactor, compaction_trigger, wait_bound
 from memstore.memory.item_batch import new_items
 from memstore.memory.model_input import InputSources, assemble
 from memstore.memory.scoped import Consolidating
+from memstore.memory.store_search import SessionSearch
+from memstore.memory.tracing import traced_append
 from memstore.memory.worker import Worker, new_handle_id
 
 if TYPE_CHECKING:
     from memstore.config import Settings
     from memstore.db import Database
     from memstore.extraction.protocols import Extractor
+    from memstore.memory.embedding import EmbeddingService
     from memstore.memory.long_term import LongTermMemory
 
 
@@ -69,7 +71,7 @@ log = logging.getLogger("memstore")
 Observer = Callable[[CompactionReport], Any]
 
 
-class SessionMemory(Consolidating):
+class SessionMemory(Consolidating, SessionSearch):
     """One session's working memory, as seen by one worker.
 
     Stateless beyond its configuration: every call reads or writes the database, so handles in
@@ -94,6 +96,7 @@ class SessionMemory(Consolidating):
         scope: str | None = None,
         consolidate: bool = True,
         extractor: Extractor | None = None,
+        embedding: EmbeddingService | None = None,
     ) -> None:
         self.session_id = session_id
         self.handle = new_handle_id() if handle is None else validate_handle(handle)
@@ -111,7 +114,9 @@ class SessionMemory(Consolidating):
             None if recall_budget is None else memory_budget(recall_budget, limits, "recall_budget")
         )
         self._observers: list[Observer] = self.scope_observers(consolidate)
-        self._db = database
+        # A scoped handle's every transaction refuses a session of another scope.
+        self._db = database = confine(database, session_id, self.scope)
+        self._embedding = embedding
         self._compactor = Compactor(
             database=database,
             settings=settings,
@@ -135,6 +140,7 @@ class SessionMemory(Consolidating):
             snapshot=self._snapshot_checked,
             scope=self.scope,
             fixed_ltm_budget=ltm_budget is not None,
+            embedding=embedding,
         )
 
     @property
@@ -145,6 +151,7 @@ class SessionMemory(Consolidating):
 
     # -- writing ---------------------------------------------------------------------------
 
+    @traced_append
     async def add(
         self,
         role: MemoryRole | str,
@@ -194,6 +201,7 @@ class SessionMemory(Consolidating):
         await self._after_append(result)
         return result.item
 
+    @traced_append
     async def add_items(
         self,
         items: Sequence[Mapping[str, Any]],
@@ -330,6 +338,8 @@ class SessionMemory(Consolidating):
         return plan
 
     async def _notify(self, report: CompactionReport) -> None:
+        if self._embedding is not None:  # what left working memory gets its vectors now
+            self._embedding.start()
         for observer in list(self._observers):
             try:
                 result = observer(report)
@@ -395,27 +405,6 @@ class SessionMemory(Consolidating):
             ValidationError: ``recall`` is not text, blank or too long.
         """
         return await assemble(self._input_sources, recall)
-
-    async def search(
-        self, query: str, *, limit: int = 10, include_active: bool = False
-    ) -> list[SearchHit]:
-        """Search the session's history: what left working memory, best match first.
-
-        Args:
-            query: Words to look for (text, not syntax: any character is safe).
-            limit: Hits to return at most (1-1,000).
-            include_active: Also search the active items and the current summary.
-
-        Returns:
-            Hits with the item (and its fate and the compaction that removed it) or the
-            summary, a score and a snippet; empty when nothing matches.
-
-        Raises:
-            ValidationError: a bad query or limit.
-        """
-        terms = search_terms(query)
-        scope = SearchScope((self.session_id,), (), include_active=bool(include_active))
-        return await search_db.search(self._db, terms, scope, validate_limit(limit), reads.utcnow())
 
     async def reports(self) -> list[CompactionReport]:
         """Every compaction report of the session, oldest first."""

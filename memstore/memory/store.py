@@ -23,31 +23,38 @@ from memstore.db import Database, open_database, reads
 from memstore.db.migrate import ensure_schema
 from memstore.errors import CorruptDatabaseError, SessionNotFoundError, StorageFullError
 from memstore.memory.history_actions import HistoryActions
+from memstore.memory.store_search import SearchActions
 
 # What a method needs only when it runs is imported there: a CLI command (``memstore show``)
 # loads the store without the compaction machinery, replay, audits or long-term memory.
 if TYPE_CHECKING:
+    from memstore.core.embedder import Embedder
     from memstore.core.input_counts import CountFit
     from memstore.core.invariants import Violation
-    from memstore.core.search_terms import SearchHit
     from memstore.core.tokens import TokenEstimator
     from memstore.db.engine import AsyncEngine
     from memstore.db.lease import LeaseHolder
     from memstore.extraction.protocols import Extractor, Summarizer
+    from memstore.memory.conversations import Conversations
+    from memstore.memory.embedding import EmbeddingService
     from memstore.memory.long_term import LongTermMemory
     from memstore.memory.session import SessionMemory
 
 
-class MemoryStore(HistoryActions):
+class MemoryStore(HistoryActions, SearchActions):
     """A memstore database: many sessions, shared safely by many processes.
 
     Open with ``store = await MemoryStore.open(url_or_path)`` or
     ``async with MemoryStore.open(url_or_path) as store:``.
     """
 
-    def __init__(self, database: Database, settings: Settings) -> None:
+    def __init__(
+        self, database: Database, settings: Settings, embedding: EmbeddingService | None = None
+    ) -> None:
         self._db = database
         self.settings = settings
+        #: The embedder and its background run (``None``: full-text search alone).
+        self.embedding = embedding
         from memstore.memory.worker import Worker
 
         self.worker = Worker(socket.gethostname(), uuid.uuid4().hex[:8])
@@ -57,7 +64,14 @@ class MemoryStore(HistoryActions):
         """Long-term memory: scoped, versioned entries shared by every session."""
         from memstore.memory.long_term import LongTermMemory
 
-        return LongTermMemory(self._db, self.settings)
+        return LongTermMemory(self._db, self.settings, embedding=self.embedding)
+
+    @functools.cached_property
+    def conversations(self) -> Conversations:
+        """pydantic-ai conversations stored here (:mod:`memstore.memory.conversations`)."""
+        from memstore.memory.conversations import Conversations
+
+        return Conversations(self._db)
 
     @staticmethod
     def open(
@@ -69,6 +83,7 @@ class MemoryStore(HistoryActions):
         verify: bool = False,
         read_only: bool = False,
         settings: Settings | None = None,
+        embedder: Embedder | None = None,
     ) -> _Opening:
         """Open (creating or upgrading) a store.
 
@@ -85,6 +100,10 @@ class MemoryStore(HistoryActions):
                 opened read-only (its WAL untouched: a read-only copy or a mounted backup can
                 be inspected), and an outdated schema is refused instead of upgraded.
             settings: Store-wide settings; :meth:`Settings.from_env` by default.
+            embedder: Also search by meaning: anything with ``name``, ``dimensions`` and
+                ``async embed(texts)`` (:class:`memstore.Embedder`). Searches and recall then
+                rank hybrid; vectors are made in the background, never on the append path
+                (docs/recall.md).
 
         Returns:
             An awaitable that is also an async context manager (closing the store on exit).
@@ -94,8 +113,17 @@ class MemoryStore(HistoryActions):
             CorruptDatabaseError: ``verify`` found the file damaged (untouched).
             SchemaTooNewError: a newer memstore wrote this database.
             SchemaOutdatedError: the schema is older and ``upgrade`` is ``False``.
+            ValidationError: ``embedder`` lacks a member of the protocol (``embedder``).
+            EmbedderMismatchError: vectors of the embedder's name are stored here with
+                another dimension count.
         """
-        options = OpenOptions(url_or_path, engine, upgrade, create, verify, read_only, settings)
+        if embedder is not None:
+            from memstore.core.embedder import check_embedder
+
+            check_embedder(embedder)
+        options = OpenOptions(
+            url_or_path, engine, upgrade, create, verify, read_only, settings, embedder
+        )
         return _Opening(options)
 
     @classmethod
@@ -119,12 +147,20 @@ class MemoryStore(HistoryActions):
                 if damage:
                     raise CorruptDatabaseError(f"quick_check found the file damaged ({damage[0]})")
             await ensure_schema(database, upgrade=options.upgrade and not options.read_only)
+            embedding = None
+            if options.embedder is not None:
+                from memstore.memory.embedding import EmbeddingService
+
+                embedding = EmbeddingService(
+                    database, options.embedder, read_only=options.read_only
+                )
+                await embedding.check_dimensions()
         except BaseException as error:
             await database.close()
             if isinstance(error, StorageFullError):  # not a lock: another may be creating it
                 await database.remove_created_file()  # no room to finish it: leave nothing
             raise
-        return cls(database, settings)
+        return cls(database, settings, embedding)
 
     @property
     def database(self) -> Database:
@@ -198,6 +234,7 @@ class MemoryStore(HistoryActions):
             scope=scope,
             consolidate=consolidate,
             extractor=extractor,
+            embedding=self.embedding,
         )
 
     async def attach(
@@ -230,36 +267,6 @@ class MemoryStore(HistoryActions):
             scope=info.scope,
             consolidate=False,
         )
-
-    async def search(
-        self,
-        query: str,
-        *,
-        sessions: Iterable[str] | None = None,
-        scopes: Iterable[str] | None = None,
-        limit: int = 10,
-    ) -> list[SearchHit]:
-        """Search every session's items (of any fate) and summaries, and long-term memory.
-
-        Args:
-            query: Words to look for (text, not syntax: any character is safe).
-            sessions: Only these sessions. Given alone, no long-term entry is searched.
-            scopes: Only these long-term scopes. Given alone, no session is searched.
-            limit: Hits to return at most (1-1,000), best first.
-
-        Returns:
-            Hits carrying the item (with its fate and the compaction that removed it), the
-            summary or the entry, a score and a snippet.
-
-        Raises:
-            ValidationError: a bad query, limit, session id or scope.
-        """
-        from memstore.core.search_terms import SearchScope, search_terms, validate_limit
-        from memstore.db import search as search_db
-
-        terms = search_terms(query)
-        scope = SearchScope.across(sessions, scopes)
-        return await search_db.search(self._db, terms, scope, validate_limit(limit), reads.utcnow())
 
     async def session_info(self, session_id: str) -> SessionInfo:
         """The header of one session (counters, totals, limits).
@@ -353,7 +360,9 @@ class MemoryStore(HistoryActions):
         return await count_fit(self._db, session_id)
 
     async def close(self) -> None:
-        """Close the store's connections."""
+        """Stop the background embedding, if any, and close the store's connections."""
+        if self.embedding is not None:
+            await self.embedding.close()
         await self._db.close()
 
     async def __aenter__(self) -> MemoryStore:
@@ -380,6 +389,7 @@ class OpenOptions:
     verify: bool
     read_only: bool
     settings: Settings | None
+    embedder: Embedder | None = None
 
 
 class _Opening:

@@ -1,4 +1,5 @@
-"""An offline stand-in for an OpenAI-compatible ``POST /v1/responses`` endpoint (tests, demos).
+"""An offline stand-in for OpenAI-compatible ``POST /v1/responses`` and ``/v1/embeddings``
+endpoints (tests, demos).
 
 The model side (summaries, the agent, ``memstore chat``, the code-review example) must be
 testable and demonstrable without a key or a network. :class:`StandInModel` answers
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import itertools
 import json
 import threading
@@ -145,6 +147,37 @@ def error_reply(status: int, message: str = "stand-in failure", *, retry: bool =
     return Reply(body, status=status, headers={"x-should-retry": "true" if retry else "false"})
 
 
+#: Vector size of the stand-in's embeddings when the request names none.
+STANDIN_DIMENSIONS = 64
+
+
+def stand_in_vector(text: str, dimensions: int = STANDIN_DIMENSIONS) -> list[float]:
+    """A deterministic embedding: each word adds +-1 to a dimension chosen by its hash, so
+    texts sharing words point alike (a stand-in for a model's meaning, not one)."""
+    vector = [0.0] * dimensions
+    for word in text.casefold().split():
+        digest = hashlib.sha256(word.strip(".,;:!?\"'()").encode()).digest()
+        vector[int.from_bytes(digest[:4], "little") % dimensions] += 1.0 if digest[4] & 1 else -1.0
+    if not any(vector):
+        vector[0] = 1.0  # a text of no word still gets a usable vector
+    return vector
+
+
+def embeddings_reply(request: dict[str, Any]) -> Reply:
+    """What ``POST /v1/embeddings`` answers: :func:`stand_in_vector` per input, in order."""
+    raw = request.get("input", [])
+    texts = [raw] if isinstance(raw, str) else [str(text) for text in raw]
+    dimensions = int(request.get("dimensions") or STANDIN_DIMENSIONS)
+    data = [
+        {"object": "embedding", "index": i, "embedding": stand_in_vector(text, dimensions)}
+        for i, text in enumerate(texts)
+    ]
+    tokens = sum(len(text.split()) for text in texts)
+    usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+    body = {"object": "list", "data": data, "model": request.get("model"), "usage": usage}
+    return Reply(body)
+
+
 # -- reading a request ---------------------------------------------------------------------
 
 
@@ -250,9 +283,13 @@ class StandInModel:
         return [r.body for r in self.requests]
 
     def answer(self, path: str, body: bytes, authorization: str | None = None) -> Reply:
-        """Record one request and choose its reply."""
-        if not path.rstrip("/").endswith("/responses"):
-            return error_reply(404, f"the stand-in serves /v1/responses only, not {path}")
+        """Record one request and choose its reply (queued replies serve both endpoints;
+        unscripted, ``/v1/embeddings`` answers :func:`embeddings_reply`)."""
+        embeddings = path.rstrip("/").endswith("/embeddings")
+        if not embeddings and not path.rstrip("/").endswith("/responses"):
+            return error_reply(
+                404, f"the stand-in serves /v1/responses and /v1/embeddings only, not {path}"
+            )
         try:
             request = json.loads(body)
         except ValueError:
@@ -262,6 +299,8 @@ class StandInModel:
             scripted = self._queue.popleft() if self._queue else None
         if scripted is not None:
             return scripted if isinstance(scripted, Reply) else scripted(request)
+        if embeddings:
+            return embeddings_reply(request)
         if self.brain is None:
             return error_reply(500, "the stand-in has no reply scripted for this request")
         return self.brain(request)

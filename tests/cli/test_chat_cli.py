@@ -195,7 +195,7 @@ def test_bad_scope_and_session(db_path: Path) -> None:
     bad_scope = chat(db_path, "", "s1", "--scope", "nope", env=env)
     assert bad_scope.exit_code == 2 and "Invalid value for '--scope'" in bad_scope.stderr
     bad_session = chat(db_path, "", "bad/id", env=env)
-    assert bad_session.exit_code == 1 and "session" in bad_session.stderr
+    assert bad_session.exit_code == 1 and "SESSION: 'bad/id'" in bad_session.stderr
 
 
 async def test_on_a_terminal_a_failed_turn_is_shown_and_the_chat_goes_on(

@@ -98,4 +98,5 @@ def test_usage_error_exits_2(db_path: Path) -> None:
 def test_invalid_session_id_exits_1(db_path: Path) -> None:
     result = CliRunner().invoke(main, ["--db", str(db_path), "demo", "--session", "bad id"])
     assert result.exit_code == 1
-    assert "session_id" in result.output
+    assert "--session: 'bad id' is not a valid id" in result.output  # as typed, not session_id
+    assert "session_id" not in result.output

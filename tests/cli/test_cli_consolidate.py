@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner, Result
 from conftest import table_counts
 
@@ -81,6 +82,9 @@ def test_an_unscoped_session_needs_a_scope(tmp_path: Path) -> None:
     refused = run(db, "consolidate", "plain")
     assert refused.exit_code == 2 and "--scope" in refused.output
     assert "Traceback" not in refused.output
+    # It says what is wrong with the session, not with a --scope that was never given.
+    assert "session 'plain' belongs to no scope" in refused.stderr
+    assert "Invalid value" not in refused.stderr and "store.session" not in refused.stderr
     done = ok_json(db, "consolidate", "plain", "--scope", SCOPE)
     assert done["scope"] == SCOPE and done["written"] >= 1
 
@@ -99,3 +103,51 @@ def test_purge_keeps_derived_entries_unless_asked(backend_url: str) -> None:
     purged = run(backend_url, "purge", "s1", "--yes", "--with-derived")
     assert purged.exit_code == 0, purged.output
     assert ok_json(backend_url, "ltm", "list", "--scope", SCOPE) == []
+
+
+def test_add_starts_a_scoped_session_that_consolidates_there(tmp_path: Path) -> None:
+    db = tmp_path / "scoped.db"
+    for role, text in TURNS:
+        added = run(db, "add", "s1", text, "--role", role, "--scope", SCOPE, "--estimator", "words")
+        assert added.exit_code == 0, added.output
+    sessions = ok_json(db, "sessions")
+    assert [(info["id"], info["scope"]) for info in sessions] == [("s1", SCOPE)]
+    done = ok_json(db, "consolidate", "s1")  # its own scope: no --scope needed
+    assert done["scope"] == SCOPE and done["written"] >= 1
+    assert ok_json(db, "ltm", "list", "--scope", SCOPE)
+
+
+def test_add_keeps_the_scope_a_session_started_in(tmp_path: Path) -> None:
+    db = tmp_path / "kept.db"
+    assert run(db, "add", "s1", "hello", "--scope", SCOPE).exit_code == 0
+    assert run(db, "add", "plain", "hello").exit_code == 0
+    before = asyncio.run(counts(str(db)))
+    other = run(db, "add", "s1", "more", "--scope", "user:bob")
+    late = run(db, "add", "plain", "more", "--scope", SCOPE)
+    bad = run(db, "add", "s2", "more", "--scope", "Bad")
+    for refused, said in [
+        (other, "session 's1' was started in scope 'user:alice'"),
+        (late, "session 'plain' was started in no scope"),
+        (bad, "'Bad' is not a valid scope"),
+    ]:
+        assert refused.exit_code == 2 and "'--scope'" in refused.stderr
+        assert said in refused.stderr
+    assert asyncio.run(counts(str(db))) == before
+    assert run(db, "add", "s1", "more").exit_code == 0  # without --scope: its own
+
+
+def test_a_compaction_of_a_scoped_session_consolidates_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As in the API (``store.session(id, scope=...)``): what a compaction removes from a
+    scoped session is distilled into its scope, by the ``add`` that set it off."""
+    monkeypatch.setenv("MEMORY_HARD_LIMIT", "90")
+    monkeypatch.setenv("MEMORY_TARGET_LIMIT", "20")
+    monkeypatch.setenv("MEMORY_KEEP_RECENT", "1")
+    db = tmp_path / "compacting.db"
+    for role, text in TURNS:
+        added = run(db, "add", "s1", text, "--role", role, "--scope", SCOPE, "--estimator", "words")
+        assert added.exit_code == 0, added.output
+    assert ok_json(db, "sessions")[0]["compaction_count"] >= 1
+    entries = ok_json(db, "ltm", "list", "--scope", SCOPE)
+    assert entries and all(entry["source"]["session"] == "s1" for entry in entries)

@@ -70,7 +70,8 @@ def test_stale_expect_version_is_one_line_and_writes_nothing(db_path: Path) -> N
     ok_json(db_path, "set", "k", "one")
     ok_json(db_path, "set", "k", "two", "--expect-version", "1")
     line = one_line_error(run(db_path, "set", "k", "three", "--expect-version", "1"))
-    assert "expected_version" in line and "version 2" in line and "three" not in line
+    assert "--expect-version: " in line and "version 2" in line and "three" not in line
+    assert "expected_version" not in line  # the option as typed
     assert ok_json(db_path, "get", "k")["value"] == "two"
     assert [c["version"] for c in ok_json(db_path, "history", "k")] == [1, 2]
     # 0: only if it does not exist.
@@ -187,8 +188,8 @@ def test_usage_errors_exit_2_and_write_nothing(db_path: Path, args: tuple[str, .
 @pytest.mark.parametrize(
     ("args", "field"),
     [
-        (("set", " padded", "v"), "key"),
-        (("set", "k", "null", "--json-value"), "value"),
+        (("set", " padded", "v"), "KEY"),  # the argument as typed
+        (("set", "k", "null", "--json-value"), "VALUE"),
     ],
 )
 def test_invalid_input_is_one_line_naming_the_field(
@@ -235,7 +236,7 @@ def test_real_process_exit_codes(db_path: Path) -> None:
     stale = memstore("set", "k", "w", "--expect-version", "5")
     assert stale.returncode == 1 and "Traceback" not in stale.stderr
     assert stale.stderr.strip().splitlines() == [
-        "Error: expected_version: long-term entry 'k' in scope 'global' is at version 1, "
+        "Error: --expect-version: long-term entry 'k' in scope 'global' is at version 1, "
         "not version 5"
     ]
     assert memstore("set", "k").returncode == 2

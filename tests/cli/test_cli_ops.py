@@ -281,6 +281,8 @@ def test_import_rejects_bad_input_and_writes_nothing(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "record 1" in result.output
     bad.write_text("not json\n")
     assert "line 1" in cli(target, "import", str(bad)).output
+    # Checked before the database is opened: a new path is left without a file.
+    assert list(tmp_path.glob("copy.db*")) == []
 
 
 def test_prune_leaves_a_session_that_still_verifies(long_db: Path) -> None:
@@ -335,7 +337,12 @@ def test_db_current_and_upgrade(tmp_path: Path) -> None:
         command.downgrade(alembic_config(conn), "0001")
     engine.dispose()
     status = as_json(cli(path, "db", "current", "--json"))
-    assert status == {"current": "0001", "head": head_revision(), "up_to_date": False}
+    assert status == {
+        "current": "0001",
+        "head": head_revision(),
+        "up_to_date": False,
+        "newer": False,
+    }
     assert f"upgraded 0001 -> {head_revision()}" in cli(path, "db", "upgrade").output
     assert "already at" in cli(path, "db", "upgrade").output
 
@@ -358,6 +365,25 @@ def test_expected_failures_are_one_line_without_traceback(tmp_path: Path) -> Non
         assert proc.returncode == 1, proc.stderr
         assert "Traceback" not in proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr
+
+
+def test_a_newer_schema_says_to_upgrade_memstore_in_db_current_as_in_db_upgrade(
+    tmp_path: Path,
+) -> None:
+    from memstore.db.migrate import head_revision
+
+    newer = tmp_path / "newer.db"
+    write_worked_example(newer)
+    with sqlite3.connect(newer) as conn:
+        conn.execute("UPDATE alembic_version SET version_num = '9999'")
+    current = memstore_cli(newer, "db", "current")
+    upgrade = memstore_cli(newer, "db", "upgrade")
+    advice = f"the database schema (9999) is newer than this memstore ({head_revision()}); "
+    assert current.returncode == 0 and "db upgrade" not in current.stdout
+    assert current.stdout.strip().endswith(advice + "upgrade memstore to use it")
+    assert upgrade.returncode == 1 and advice + "upgrade memstore to use it" in upgrade.stderr
+    status = as_json(cli(newer, "db", "current", "--json"))
+    assert status["newer"] is True and status["up_to_date"] is False
 
 
 def test_busy_database_is_exit_1(worked_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -428,7 +454,11 @@ def test_import_validates_like_the_api_and_writes_nothing(
     copy = tmp_path / "copy.db"
     result = cli(copy, "import", str(bad))
     assert result.exit_code == 1 and named in result.output
-    assert as_json(cli(copy, "sessions", "--json")) == []
+    assert list(tmp_path.glob("copy.db*")) == []  # no database file made for nothing
+    existing = tmp_path / "existing.db"
+    assert cli(existing, "ltm", "set", "k", "v").exit_code == 0
+    assert cli(existing, "import", str(bad)).exit_code == 1
+    assert as_json(cli(existing, "sessions", "--json")) == []
 
 
 def test_an_export_to_a_device_leaves_the_device_alone(worked_db: Path) -> None:

@@ -53,3 +53,35 @@ def test_a_what_if_with_both_limits_runs(worked: Path) -> None:
         worked, "replay", "incident-42", "--hard-limit", "60", "--target-limit", "40"
     )
     assert result.returncode == 0 and "what-if: hard 60, target 40" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["fork", "incident-42", "bad id"], "NEW"),
+        (["fork", "incident-42", "incident-42"], "NEW"),
+        (["show", "bad/id"], "SESSION"),
+        (["chat", "bad id"], "SESSION"),
+        (["demo", "--session", "bad id"], "--session"),
+        (["ltm", "set", "k", "v", "--expect-version", "5"], "--expect-version"),
+        (["replay", "incident-42", "--at", "999"], "'--at'"),
+    ],
+)
+def test_errors_name_options_and_arguments_as_typed(
+    worked: Path, args: list[str], named: str
+) -> None:
+    result = memstore_cli(worked, *args)
+    assert result.returncode in (1, 2), result.stderr
+    assert named in result.stderr and len(result.stderr.splitlines()) == 1
+    python_names = ("new_session_id", "session_id", "expected_version", "at_version")
+    assert not any(name in result.stderr for name in python_names), result.stderr
+
+
+def test_a_purge_refused_for_its_forks_names_the_option(tmp_path: Path) -> None:
+    db = tmp_path / "forked.db"
+    write_worked_example(db)
+    assert memstore_cli(db, "fork", "incident-42", "retry").returncode == 0
+    result = memstore_cli(db, "purge", "incident-42", "--yes")
+    assert result.returncode == 1
+    assert result.stderr.startswith("Error: --with-forks: session 'incident-42' has forks")
+    assert "with_forks" not in result.stderr

@@ -55,18 +55,16 @@ def test_bad_fork_input_is_one_line(db_path: Path) -> None:
     write_worked_example(db_path)
     before = run(db_path, "sessions", "--json").stdout
     missing = run(db_path, "fork", "nobody", "x")
-    assert (
-        missing.exit_code == 1 and "session_id: session 'nobody' does not exist" in missing.output
-    )
+    assert missing.exit_code == 1 and "SESSION: session 'nobody' does not exist" in missing.output
     taken = run(db_path, "fork", "incident-42", "incident-42")
-    assert taken.exit_code == 1 and "new_session_id" in taken.output
+    assert taken.exit_code == 1 and "NEW: session 'incident-42' already exists" in taken.output
     for at in ("0", "7", "-2"):
         bad = run(db_path, "fork", "incident-42", "x", "--at", at)
         assert bad.exit_code == 2 and "'--at'" in bad.output, bad.output
     not_a_number = run(db_path, "fork", "incident-42", "x", "--at", "latest")
     assert not_a_number.exit_code == 2
     bad_id = run(db_path, "fork", "incident-42", "no/slash")
-    assert bad_id.exit_code == 1 and "new_session_id" in bad_id.output
+    assert bad_id.exit_code == 1 and "NEW: 'no/slash' is not a valid id" in bad_id.output
     assert all("Traceback" not in r.output for r in (missing, taken, bad_id))
     assert run(db_path, "sessions", "--json").stdout == before
 

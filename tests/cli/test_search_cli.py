@@ -94,3 +94,34 @@ def test_bad_options_are_usage_errors(db_path: Path) -> None:
         assert hint in result.stderr and "Traceback" not in result.stderr
     blank = memstore_cli(db_path, "search", "  ")  # a usage error too: QUERY is an argument
     assert blank.returncode == 2 and "QUERY" in blank.stderr
+
+
+def test_a_scope_lists_its_sessions_and_its_entries(db_path: Path) -> None:
+    async def write() -> None:
+        async with MemoryStore.open(db_path) as store:
+            for session_id, scope in [("a-1", "user:alice"), ("b-1", "user:bob"), ("n-1", None)]:
+                memory = store.session(session_id, scope=scope, estimator=WordEstimator())
+                await memory.add("user", f"Lisbon notes of {session_id}.")
+            await store.ltm.set("city", "Lisbon", scope="user:alice")
+
+    asyncio.run(write())
+    result = memstore_cli(db_path, "search", "Lisbon", "--scope", "user:alice", "--json")
+    assert result.returncode == 0, result.stderr
+    hits = json.loads(result.stdout)
+    assert sorted(hit["session_id"] or hit["entry"]["scope"] for hit in hits) == [
+        "a-1",
+        "user:alice",
+    ]
+    assert [hit["rank"] for hit in hits] == [1, 2]
+
+
+def test_the_table_shows_no_score_of_mixed_scales(db_path: Path) -> None:
+    """Items, summaries and entries are ranked by indexes of their own, whose scores are on
+    scales of their own: the table numbers the hits best first instead."""
+    write_history(db_path)
+    hits = json.loads(memstore_cli(db_path, "search", "ferry Bergen", "--json").stdout)
+    assert {hit["source"] for hit in hits} >= {"item", "ltm"}  # more than one scale
+    table = memstore_cli(db_path, "search", "ferry Bergen").stdout
+    assert "score" not in table
+    ranks = [line.split("│")[1].strip() for line in table.splitlines() if line.startswith("│")]
+    assert ranks[: len(hits)] == [str(n) for n in range(1, len(hits) + 1)]

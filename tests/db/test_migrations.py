@@ -46,6 +46,12 @@ TABLES = {
     "consolidations",
     "consolidated_items",
     "consolidated_facts",
+    "conversations",
+    "conversation_entries",
+    "conversation_branches",
+    "embedders",
+    "item_vectors",
+    "entry_vectors",
 }
 
 

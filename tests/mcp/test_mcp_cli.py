@@ -27,7 +27,9 @@ def test_without_the_sdk_memstore_mcp_says_how_to_install_it(db_path: Path) -> N
     cli = "from memstore.cli import main\nmain(prog_name='memstore')"
     result = run_without_sdk(cli, "--db", str(db_path), "mcp")
     assert result.returncode == 1
-    assert result.stderr == "Error: memstore mcp needs the MCP SDK: pip install 'memstore[mcp]'\n"
+    assert result.stderr == (
+        "Error: memstore mcp needs the MCP SDK: in memstore's checkout, pip install '.[mcp]'\n"
+    )
     assert not db_path.exists()
 
 

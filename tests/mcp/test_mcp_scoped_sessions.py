@@ -162,3 +162,50 @@ async def test_a_model_input_recalls_across_the_scope_and_never_beyond(
     assert "mango" not in recalled and "papaya" not in recalled  # never another scope's
     assert "kiwi" not in plain  # recall only when asked
     assert blank.is_error and "recall" in tool_text(blank)
+
+
+async def test_a_scope_searches_its_sessions_and_its_memories(three_sessions: MemoryStore) -> None:
+    """``scope`` means what it means in ``store.search``: the scope's entries and the history
+    of the sessions recorded in it, on a pinned server as on an unpinned one."""
+    await three_sessions.ltm.set("fruit", "kiwi, the secret fruit", scope=ALICE)
+    await three_sessions.ltm.set("fruit", "mango, the secret fruit", scope="user:bob")
+    async with mcp_client(three_sessions) as client:
+        alice = tool_text(await client.call_tool("search", {"query": "fruit", "scope": ALICE}))
+        with_old = tool_text(await client.call_tool(
+            "search", {"query": "fruit", "scope": ALICE, "session_id": "old-1"}
+        ))  # fmt: skip
+    async with mcp_client(three_sessions, scope=ALICE) as client:
+        pinned = tool_text(await client.call_tool("search", {"query": "fruit", "scope": ALICE}))
+        own = tool_text(await client.call_tool("search", {"query": "fruit", "session_id": "a-1"}))
+    for found in (alice, pinned):
+        assert "I prefer kiwi" in found and "kiwi, the secret fruit" in found
+        assert "mango" not in found and "papaya" not in found
+    assert "I prefer kiwi" in with_old and "papaya" in with_old and "mango" not in with_old
+    # A session alone is its history: no memories, on a pinned server too.
+    assert "I prefer kiwi" in own and "kiwi, the secret fruit" not in own
+
+
+async def test_a_new_sessions_input_is_previewed_and_nothing_written(
+    three_sessions: MemoryStore,
+) -> None:
+    """A returning user's fresh session: the input it would start with, its scope's memories
+    and (with ``recall``) what its other sessions said, on a pinned server by default and on
+    an unpinned one for the scope asked for. No session is created."""
+    await three_sessions.ltm.set("fruit", "kiwi", scope=ALICE)
+    before = await table_counts(three_sessions)
+    async with mcp_client(three_sessions, scope=ALICE) as client:
+        pinned = tool_text(await client.call_tool(
+            "build_model_input", {"session_id": "a-new", "recall": "secret fruit"}
+        ))  # fmt: skip
+    async with mcp_client(three_sessions) as client:
+        unpinned = tool_text(await client.call_tool(
+            "build_model_input", {"session_id": "a-new", "scopes": [ALICE], "recall": "fruit"}
+        ))  # fmt: skip
+        nothing = await client.call_tool("build_model_input", {"session_id": "a-new"})
+    for shown in (pinned, unpinned):
+        text = "\n".join(message["content"] for message in json.loads(shown))
+        assert '"key":"fruit","value":"kiwi"' in text  # the scope's memories
+        assert "I prefer kiwi" in text and '"session":"a-1"' in text  # recalled
+        assert "mango" not in text and "papaya" not in text
+    assert nothing.is_error and "does not exist" in tool_text(nothing)
+    assert await table_counts(three_sessions) == before

@@ -14,6 +14,7 @@ tools then serve that scope's sessions and those of no scope only, and create se
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from memstore.adapters.mcp.confinement import Confinement
@@ -25,6 +26,7 @@ from memstore.adapters.mcp.render import (
     search_view,
     session_view,
 )
+from memstore.core.embedder import SEARCH_MODES
 from memstore.core.ltm_entries import DEFAULT_SCOPE
 from memstore.core.records import CompactionReport
 from memstore.core.search_terms import SearchScope, search_terms, validate_limit
@@ -33,8 +35,10 @@ from memstore.core.validation import validate_session_id
 from memstore.core.values import MemoryKind, MemoryRole, Priority
 from memstore.db import reads
 from memstore.db import search as search_db
-from memstore.db.scope_search import confined_search
+from memstore.db.scope_search import confined_scope, confined_search
 from memstore.errors import SessionNotFoundError
+from memstore.memory.embedding import ranking
+from memstore.memory.preview import preview_handle
 from memstore.memory.session import SessionMemory
 from memstore.memory.store import MemoryStore
 from memstore.model_side.agent_tools import Tool
@@ -134,28 +138,36 @@ class McpTools(Confinement):
         session_id: str | None = None,
         scope: str | None = None,
         limit: int = 10,
+        mode: str | None = None,
     ) -> str:
-        """``store.search``, confined: a pinned server searches long-term entries of its scope
-        and the history of its scope's sessions and of unscoped ones only. ``session_id``
-        narrows the history to one session (and, without ``scope``, leaves long-term memory
-        out); a session of another scope is refused."""
+        """``store.search``, confined. As in the API, each argument adds what it selects:
+        ``session_id`` that session's history, ``scope`` that scope's long-term entries and
+        the history of the sessions recorded in it; neither, everything this server serves
+        (a pinned server: its scope's entries, the history of its scope's sessions and of
+        unscoped ones). A session of another scope is refused. With an embedder it ranks hybrid."""
         terms = search_terms(query)
-        scopes: tuple[str, ...] | None
-        if scope is not None:
-            scopes = (self.confined(scope),)
-        elif self.pinned is not None:
-            scopes = (self.pinned,)
-        else:
-            scopes = None if session_id is None else ()
-        sessions = None if session_id is None else (validate_session_id(session_id),)
+        sessions = None if session_id is None else [validate_session_id(session_id)]
+        scopes = None if scope is None else [self.confined(scope)]
+        chosen = SearchScope.across(sessions, scopes)
+        if session_id is None and scope is None and self.pinned is not None:
+            chosen = SearchScope(None, (self.pinned,))
         if session_id is not None and self.pinned is not None:
             await self.session_info(session_id)  # refuses another scope's session
-        chosen, count = SearchScope(sessions, scopes), validate_limit(limit)
+        count = validate_limit(limit)
         if self.pinned is None:
-            hits = await search_db.search(self.store.database, terms, chosen, count, reads.utcnow())
+            terms, semantic = await ranking(self.store.embedding, query, terms, chosen, mode)
+            hits = await search_db.search(
+                self.store.database, terms, chosen, count, reads.utcnow(), semantic
+            )
         else:
+            # Vectors are made for the pinned scope's rows only: the embedder never sees
+            # another scope's text.
+            confined = await self.store.database.run_read(
+                partial(confined_scope, search=chosen, scope=self.pinned)
+            )
+            terms, semantic = await ranking(self.store.embedding, query, terms, confined, mode)
             hits = await confined_search(
-                self.store.database, terms, chosen, self.pinned, count, reads.utcnow()
+                self.store.database, terms, chosen, self.pinned, count, reads.utcnow(), semantic
             )
         return search_view(hits)
 
@@ -207,11 +219,14 @@ class McpTools(Confinement):
     async def build_model_input(
         self, session_id: str, scopes: list[str] | None = None, recall: str | None = None
     ) -> str:
-        """``memory.build_model_input(recall=...)``: the Responses API input list, as JSON."""
+        """``memory.build_model_input(recall=...)``: the Responses API input list, as JSON.
+        A session that does not exist yet gets the input a new session of the first scope
+        would start with (:mod:`memstore.memory.preview`); nothing is written."""
         if scopes is None:
             scopes = [] if self.pinned is None else [self.pinned]
         chosen = [self.confined(scope, "scopes") for scope in scopes]
-        memory = await self.attach(session_id, ltm_scopes=chosen)
+        await self.session_info(session_id)  # refuses a session of another scope
+        memory = await preview_handle(self.store, session_id, chosen, estimator=self.estimator)
         return as_json(await memory.build_model_input(recall=recall))
 
     async def show_session(self, session_id: str) -> str:
@@ -294,21 +309,31 @@ class McpTools(Confinement):
                 "search",
                 "Search everything ever stored for words: every session's items (also those "
                 "compaction removed, with their fate) and summaries, and long-term memories. "
-                "Best match first.",
+                "session_id and scope each add what they select. Best match first.",
                 _object(
                     {
                         "query": {"type": "string", "description": "Words to look for."},
                         "session_id": SESSION_ID
                         | {
-                            "description": "Only this session's history (and no memories "
-                            "unless scope is given)."
+                            "description": "This session's history (and no memories unless "
+                            "scope is given)."
                         },
-                        **scope,
+                        "scope": self.scope_schema()
+                        | {
+                            "description": "This scope's memories and the history of its "
+                            "sessions" + ("." if self.pinned is None else f" (only {self.pinned}).")
+                        },
                         "limit": {
                             "type": "integer",
                             "minimum": 1,
                             "maximum": 1000,
                             "description": "Hits to return at most (10).",
+                        },
+                        "mode": {
+                            "type": "string",
+                            "enum": list(SEARCH_MODES),
+                            "description": "Rank by words, by meaning or both (hybrid: the "
+                            "default when the server has an embedder).",
                         },
                     },
                     "query",
@@ -351,15 +376,19 @@ class McpTools(Confinement):
             Tool(
                 "build_model_input",
                 "The session's bounded model input (Responses API input items, oldest first), "
-                "with long-term memories of the given scopes.",
+                "with long-term memories of the given scopes. For a session that does not "
+                "exist yet: the input a new session of the first scope would start with "
+                "(its memories, and with recall what its other sessions said).",
                 _object(
                     {
                         "session_id": SESSION_ID,
                         "scopes": {
                             "type": "array",
                             "items": self.scope_schema(),
-                            "description": "Long-term scopes to include as Relevant "
-                            f"memories (default: {self.pinned or 'none'}).",
+                            "description": "Scopes whose long-term entries are included "
+                            "as Relevant memories; the first is the scope of a session that "
+                            "records none, whose recall then spans that scope's sessions "
+                            f"(default: {self.pinned or 'none'}).",
                         },
                         "recall": {
                             "type": "string",

@@ -1,0 +1,69 @@
+"""The handle a model-input preview reads through (``memstore input``, the MCP
+``build_model_input`` tool): an existing session as it was recorded, or one that does not
+exist yet as a new session of a scope would start.
+
+A scope means one thing wherever it is given: its long-term entries (the "Relevant memories"
+message) and the sessions recorded in it (recall across them). So the first scope asked for
+is the scope of a session that records none, a returning user's fresh session included: its
+input holds what memstore knows of the user before its first message. A session that records
+a scope keeps it, first; every other scope asked for adds its entries.
+
+A preview writes nothing: a handle creates its session only by an append, and building the
+input only reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from memstore.core.ltm_entries import validate_scopes
+from memstore.core.tokens import RecordedEstimator, TokenEstimator
+from memstore.errors import SessionNotFoundError
+
+if TYPE_CHECKING:
+    from memstore.memory.session import SessionMemory
+    from memstore.memory.store import MemoryStore
+
+
+async def preview_handle(
+    store: MemoryStore,
+    session_id: str,
+    scopes: Sequence[str] = (),
+    *,
+    estimator: TokenEstimator | None = None,
+) -> SessionMemory:
+    """A handle whose ``build_model_input`` is the input ``session_id`` gets with ``scopes``.
+
+    Args:
+        store: The open store (a read-only one will do).
+        session_id: The session, existing or not.
+        scopes: Long-term scopes; the first is the scope of a session that records none.
+        estimator: How a session that does not exist yet would be counted (default, as
+            :meth:`~memstore.memory.store.MemoryStore.session`: tiktoken's o200k_base).
+
+    Raises:
+        SessionNotFoundError: the session does not exist and no scope says what it would be.
+        ValidationError: a bad session id or scope.
+    """
+    chosen = validate_scopes(scopes)
+    try:
+        info = await store.session_info(session_id)
+    except SessionNotFoundError:
+        if not chosen:
+            raise
+        return store.session(
+            session_id,
+            estimator=estimator,
+            scope=chosen[0],
+            ltm_scopes=chosen,
+            consolidate=False,
+        )
+    return store.session(
+        session_id,
+        limits=info.limits,
+        estimator=RecordedEstimator(info.estimator),
+        scope=info.scope or (chosen[0] if chosen else None),
+        ltm_scopes=chosen,
+        consolidate=False,
+    )
