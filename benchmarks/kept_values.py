@@ -51,7 +51,13 @@ from kept_measures import (  # beside this file
     window_start,
 )
 
-from memstore import ExtractiveSummarizer, MemoryLimits, MemoryStore, TiktokenEstimator
+from memstore import (
+    ExtractiveSummarizer,
+    MemoryLimits,
+    MemoryStore,
+    SessionMemory,
+    TiktokenEstimator,
+)
 
 LIMITS = {"600/350/2": MemoryLimits(600, 350, 2), "1500/900/4": MemoryLimits(1500, 900, 4)}
 CONDITIONS = ("memstore", "truncation", "digest")
@@ -93,26 +99,40 @@ def clock(when: datetime | None) -> Iterator[None]:
         yield
 
 
-async def take_in(session: Session, store: MemoryStore, limits: str) -> Run:
-    """Append ``session`` to a fresh memstore session at ``limits``, turn by turn."""
-    memory = store.session(
-        f"{session.name}-{limits.replace('/', '-')}",
+def open_session(
+    store: MemoryStore, session: Session, limits: str, scope: str | None = None
+) -> SessionMemory:
+    """A fresh memstore session for ``session`` at ``limits`` (belonging to ``scope``)."""
+    name = f"{session.name}-{limits.replace('/', '-')}" + ("" if scope is None else "-scoped")
+    return store.session(
+        name,
         limits=LIMITS[limits],
         estimator=TiktokenEstimator(),
         summarizer=ExtractiveSummarizer(),
+        scope=scope,
     )
+
+
+async def append(memory: SessionMemory, session: Session) -> tuple[list[int], float]:
+    """Append ``session`` turn by turn; the items' seqs, and the seconds it took."""
     seqs: list[int] = []
     began = time.perf_counter()
     for turn in session.turns:
         with clock(turn[0].timestamp):
-            if all(isinstance(item.body, dict) for item in turn):
-                stored = await memory.add_items([item.body for item in turn])  # type: ignore[misc]
-                seqs += [item.seq for item in stored]
+            carried = [item.body for item in turn if isinstance(item.body, dict)]
+            if len(carried) == len(turn):
+                seqs += [item.seq for item in await memory.add_items(carried)]
             else:
                 for item in turn:
                     added = await memory.add(item.role, str(item.body), kind=item.kind)
                     seqs.append(added.seq)
-    seconds = time.perf_counter() - began
+    return seqs, time.perf_counter() - began
+
+
+async def take_in(session: Session, store: MemoryStore, limits: str) -> Run:
+    """Append ``session`` to a fresh memstore session at ``limits``; what its input holds."""
+    memory = open_session(store, session, limits)
+    seqs, seconds = await append(memory, session)
     active = {item.seq for item in await memory.items()}
     reports = await memory.reports()
     return Run(
