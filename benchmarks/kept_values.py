@@ -59,11 +59,13 @@ from memstore import (
     TiktokenEstimator,
 )
 
+#: Tight limits (many compactions, a small summary) and the store's defaults.
 LIMITS = {"600/350/2": MemoryLimits(600, 350, 2), "1500/900/4": MemoryLimits(1500, 900, 4)}
+#: The three inputs of the same tokens compared: memstore's, and its two baselines.
 CONDITIONS = ("memstore", "truncation", "digest")
-#: Sessions per corpus by default: every corpus at both limits within ten minutes on a
-#: shared two-core machine.
-DEFAULT_SESSIONS = 2
+#: Sessions per corpus by default: with kinds.py's probes, every corpus at both limits in
+#: well under ten minutes on a shared two-core machine.
+DEFAULT_SESSIONS = 6
 
 
 @dataclass
@@ -279,12 +281,12 @@ async def run_all(sessions: list[Session], limits: list[str]) -> list[Run]:
     return runs
 
 
-def arguments(description: str) -> argparse.Namespace:
+def arguments(description: str, sessions: int = DEFAULT_SESSIONS) -> argparse.Namespace:
     """The options :mod:`kept_values` and :mod:`kinds` share."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--corpus", action="append", choices=sorted(SPLIT), help="repeatable")
     parser.add_argument("--split", choices=("dev", "held-out"), help="only these corpora")
-    parser.add_argument("--sessions", type=int, default=DEFAULT_SESSIONS, help="per corpus")
+    parser.add_argument("--sessions", type=int, default=sessions, help="per corpus")
     parser.add_argument("--limits", action="append", choices=sorted(LIMITS), help="repeatable")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--json", action="store_true")

@@ -59,14 +59,19 @@ CHATS = (
     "code-review",
     "multi-day",
 )
+#: Sessions per corpus by default: each is taken in twice (once scoped, to consolidate).
+SESSIONS = 3
 #: A sentence counts as a fact from this many words (shorter ones are greetings and replies)...
 FACT_MIN_WORDS = 5
 #: ... and is found in the summary by this many of its first words: a summary may cut a long
 #: sentence short, but it keeps its opening.
 FACT_WORDS = 6
+#: Sentence ends: Latin marks before white space (not the point of ``3.5``), CJK marks as they
+#: stand (no space follows them), and line breaks.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
 _QUESTION_END = re.compile(r"[?？][\s\"'”’»)\]]*$")
 _WORD = re.compile(r"\w+")
+#: Month names a summary may write a day with (English, as the summaries are).
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
           "september", "october", "november", "december")  # fmt: skip
 
@@ -260,7 +265,7 @@ async def run_all(sessions: list[Session], limits: list[str]) -> list[dict[str, 
 
 
 def main() -> None:
-    args = arguments(__doc__.split("\n\n")[0])
+    args = arguments(__doc__.split("\n\n")[0], sessions=SESSIONS)
     names = [name for name in args.corpus if name in CHATS]
     sessions = needs_clock(list(load(names, args.cache, args.sessions)))
     rows = asyncio.run(run_all(sessions, args.limits))
