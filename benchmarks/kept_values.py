@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corpora import DEFAULT_CACHE, SPLIT, Item, Session, load  # beside this file
 from kept_measures import (  # beside this file
@@ -51,13 +51,10 @@ from kept_measures import (  # beside this file
     window_start,
 )
 
-from memstore import (
-    ExtractiveSummarizer,
-    MemoryLimits,
-    MemoryStore,
-    SessionMemory,
-    TiktokenEstimator,
-)
+from memstore import ExtractiveSummarizer, MemoryLimits, MemoryStore, TiktokenEstimator
+
+if TYPE_CHECKING:
+    from memstore import SessionMemory
 
 #: Tight limits (many compactions, a small summary) and the store's defaults.
 LIMITS = {"600/350/2": MemoryLimits(600, 350, 2), "1500/900/4": MemoryLimits(1500, 900, 4)}
@@ -209,32 +206,59 @@ def specifics_of(message: dict[str, Any]) -> list[str]:
 # -- the report ---------------------------------------------------------------------------------
 
 
-def totals(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per corpus and limits: the sums, and the shares kept by each input."""
+#: The measures kept_values reports: (the prefix of its counts, the field of its total).
+MEASURES = (("tool", "tool_values"), ("user", "user_specifics"), ("user_all", "user_specifics_all"))
+
+
+def grouped(
+    rows: list[dict[str, Any]], sums: tuple[str, ...], measures: tuple[tuple[str, str], ...]
+) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """Rows by corpus and limits: each group's total and its rows.
+
+    A total holds the corpus, its split, the limits, the sessions, the sum of each of ``sums``,
+    and for each measure ``(name, of)`` the values each input kept (``name_kept``) and their
+    share of ``of`` (``name_share``; ``None`` when there were none).
+    """
     out = []
     for key in dict.fromkeys((row["corpus"], row["limits"]) for row in rows):
         group = [row for row in rows if (row["corpus"], row["limits"]) == key]
         total: dict[str, Any] = {"corpus": key[0], "limits": key[1], "split": SPLIT[key[0]]}
         total["sessions"] = len(group)
-        for field in ("items", "compactions", "summary_errors", "seconds", "tool_values",
-                      "user_specifics", "user_specifics_all"):  # fmt: skip
-            total[field] = sum(row[field] for row in group)
-        for measure_, of in (("tool", "tool_values"), ("user", "user_specifics"),
-                             ("user_all", "user_specifics_all")):  # fmt: skip
-            held = {c: sum(row[f"{measure_}_kept"][c] for row in group) for c in CONDITIONS}
-            share = {c: held[c] / total[of] if total[of] else None for c in CONDITIONS}
-            total[f"{measure_}_kept"] = held
-            total[f"{measure_}_share"] = share
-            total[f"{measure_}_over_truncation"] = _ratio(share["memstore"], share["truncation"])
+        total.update((name, sum(row.get(name, 0) for row in group)) for name in sums)
+        for name, of in measures:
+            held = {c: sum(row[f"{name}_kept"][c] for row in group) for c in CONDITIONS}
+            total[f"{name}_kept"] = held
+            total[f"{name}_share"] = {c: share(held[c], total[of]) for c in CONDITIONS}
+        out.append((total, group))
+    return out
+
+
+def totals(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per corpus and limits: the sums, the shares kept by each input, and memstore's
+    share over truncation's."""
+    sums = ("items", "compactions", "summary_errors", "seconds", *(of for _, of in MEASURES))
+    out = []
+    for total, _group in grouped(rows, sums, MEASURES):
+        for name, _of in MEASURES:
+            kept_share = total[f"{name}_share"]
+            total[f"{name}_over_truncation"] = _ratio(
+                kept_share["memstore"], kept_share["truncation"]
+            )
         out.append(total)
     return out
+
+
+def share(part: float, whole: float) -> float | None:
+    """``part / whole``, ``None`` for an empty whole."""
+    return part / whole if whole else None
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
     return None if a is None or not b else a / b
 
 
-def _pct(value: float | None) -> str:
+def percent(value: float | None) -> str:
+    """A share as a table cell."""
     return "-" if value is None else f"{value:.1%}"
 
 
@@ -253,8 +277,8 @@ def print_report(rows: list[dict[str, Any]]) -> None:
             share = t[f"{measure_}_share"]
             ratio = t[f"{measure_}_over_truncation"]
             cells.append(
-                f"{t[of]:>5}{_pct(share['memstore']):>9}{_pct(share['truncation']):>7}"
-                f"{'-' if ratio is None else f'{ratio:.2f}x':>7}{_pct(share['digest']):>8}"
+                f"{t[of]:>5}{percent(share['memstore']):>9}{percent(share['truncation']):>7}"
+                f"{'-' if ratio is None else f'{ratio:.2f}x':>7}{percent(share['digest']):>8}"
             )
         print(
             f"{t['corpus']:<14}{t['split']:<9}{t['limits']:<11}{t['sessions']:>5}{t['items']:>6}"

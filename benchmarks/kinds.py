@@ -33,16 +33,18 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from corpora import SPLIT, Session, load  # beside this file
+from corpora import Session, load  # beside this file
 from kept_measures import kept, message_text, user_specifics  # beside this file
 from kept_values import (  # beside this file
-    CONDITIONS,
     append,
     arguments,
     as_message,
+    grouped,
     measure,
     needs_clock,
     open_session,
+    percent,
+    share,
     take_in,
 )
 
@@ -202,33 +204,16 @@ async def probe(session: Session, store: MemoryStore, limits: str) -> dict[str, 
 
 def totals(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per corpus and limits: sums and shares."""
+    sums = ("items", "compactions", "summary_errors", "user_specifics", "user_specifics_all",
+            "entries", "statements", "statements_kept", "facts_kept", "facts_dated")  # fmt: skip
+    measures = (("user", "user_specifics"), ("user_all", "user_specifics_all"))
     out = []
-    for key in dict.fromkeys((row["corpus"], row["limits"]) for row in rows):
-        group = [row for row in rows if (row["corpus"], row["limits"]) == key]
-        total: dict[str, Any] = {"corpus": key[0], "limits": key[1], "split": SPLIT[key[0]]}
-        total["sessions"] = len(group)
-        for field in ("items", "compactions", "summary_errors", "user_specifics",
-                      "user_specifics_all", "entries", "statements", "statements_kept",
-                      "facts_kept", "facts_dated"):  # fmt: skip
-            total[field] = sum(row.get(field, 0) for row in group)
+    for total, group in grouped(rows, sums, measures):
         total["days"] = max(row["days"] for row in group)
-        for measure_, of in (("user", "user_specifics"), ("user_all", "user_specifics_all")):
-            held = {c: sum(row[f"{measure_}_kept"][c] for row in group) for c in CONDITIONS}
-            total[f"{measure_}_share"] = {
-                c: held[c] / total[of] if total[of] else None for c in CONDITIONS
-            }
-        total["dated_share"] = _share(total["facts_dated"], total["facts_kept"])
-        total["consolidated_share"] = _share(total["statements_kept"], total["statements"])
+        total["dated_share"] = share(total["facts_dated"], total["facts_kept"])
+        total["consolidated_share"] = share(total["statements_kept"], total["statements"])
         out.append(total)
     return out
-
-
-def _share(part: int, whole: int) -> float | None:
-    return part / whole if whole else None
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1%}"
 
 
 def print_report(rows: list[dict[str, Any]]) -> None:
@@ -243,11 +228,11 @@ def print_report(rows: list[dict[str, Any]]) -> None:
         share = t["user_share"]
         print(
             f"{t['corpus']:<14}{t['split']:<9}{t['limits']:<11}{t['sessions']:>5}{t['items']:>6}"
-            f"{t['days']:>5} | {t['user_specifics']:>5}{_pct(share['memstore']):>9}"
-            f"{_pct(share['truncation']):>7}{_pct(share['digest']):>8}"
-            f"{_pct(t['user_all_share']['memstore']):>7} | "
-            f"{t['facts_kept']:>6}{_pct(t['dated_share']):>7} | "
-            f"{t['statements']:>6}{_pct(t['consolidated_share']):>11}{t['entries']:>8}"
+            f"{t['days']:>5} | {t['user_specifics']:>5}{percent(share['memstore']):>9}"
+            f"{percent(share['truncation']):>7}{percent(share['digest']):>8}"
+            f"{percent(t['user_all_share']['memstore']):>7} | "
+            f"{t['facts_kept']:>6}{percent(t['dated_share']):>7} | "
+            f"{t['statements']:>6}{percent(t['consolidated_share']):>11}{t['entries']:>8}"
         )
     print(
         "user: forgotten user specifics, the share each input keeps (all: of every user "
