@@ -59,7 +59,7 @@ if TYPE_CHECKING:
         VersionConflictError,
     )
     from memstore.extraction.extractor import OfflineExtractor
-    from memstore.extraction.facts import Fact
+    from memstore.extraction.fact_list import Fact
     from memstore.extraction.protocols import Extractor, Summarizer, SummaryText
     from memstore.extraction.summarizer import ExtractiveSummarizer
     from memstore.memory.long_term import LongTermChange, LongTermEntry, LongTermMemory
@@ -86,7 +86,7 @@ _EXPORTS = {
     "EstimatorMismatchError": "memstore.errors",
     "ExtractiveSummarizer": "memstore.extraction.summarizer",
     "Extractor": "memstore.extraction.protocols",
-    "Fact": "memstore.extraction.facts",
+    "Fact": "memstore.extraction.fact_list",
     "ForkedHistoryError": "memstore.errors",
     "IdempotencyConflictError": "memstore.errors",
     "KindRoleMismatchError": "memstore.errors",

@@ -48,17 +48,16 @@ from memstore.extraction.actions import (
     parse_asked,
     parse_values,
 )
-from memstore.extraction.facts import (
+from memstore.extraction.fact_list import (
     CONSTRAINT,
     DECISION,
     FACT,
     QUESTION,
-    ROLE_SPEAKERS,
-    SPEAKER,
     Fact,
     FactList,
     make_fact,
 )
+from memstore.extraction.facts import ROLE_SPEAKERS, SPEAKER
 
 OBJECTIVE = "Current objective"
 #: The day in force when date lines set the days, and when the items' timestamps did.

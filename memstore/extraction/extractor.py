@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memstore.core.values import MemoryItem
-from memstore.extraction.facts import QUESTION, Fact, extract
+from memstore.extraction.fact_list import QUESTION, Fact
+from memstore.extraction.facts import extract
 from memstore.extraction.protocols import CountTokens
 
 
