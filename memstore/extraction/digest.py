@@ -312,8 +312,5 @@ def _date_undated(digest: Digest) -> None:
     brings a new day can list them under it."""
     if digest.spans_days or not digest.said_on:
         return
-    facts = digest.facts.facts
-    dated = [
-        replace(f, said_on=f.said_on or digest.said_on) if f.kind == FACT else f for f in facts
-    ]
-    digest.facts.facts = dated
+    day = digest.said_on
+    digest.facts.update(lambda f: replace(f, said_on=f.said_on or day) if f.kind == FACT else f)

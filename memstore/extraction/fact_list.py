@@ -11,6 +11,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from memstore.core.words import word_units
@@ -114,6 +115,7 @@ class FactList:
     facts: list[Fact] = field(default_factory=list)
     _keys: list[frozenset[str]] = field(default_factory=list)  # one per fact, in order
     _known: set[frozenset[str]] = field(default_factory=set)
+    _slots: dict[str, list[Fact]] = field(default_factory=dict)  # slot -> the facts filling it
 
     def add(self, fact: Fact, *, read_back: bool = False) -> bool:
         """Add ``fact`` unless it is already known; ``False`` when it was a repeat.
@@ -125,12 +127,8 @@ class FactList:
         """
         key = fact_key(fact)
         if fact.attribute and not read_back:  # a slot: the newest fills it, its count goes on
-            slot = slot_key(fact.subject, fact.attribute)
-            older = [
-                f
-                for f in self.facts
-                if f.attribute and f.seqs != fact.seqs and slot_key(f.subject, f.attribute) == slot
-            ]
+            filling = self._slots.get(_slot(fact), [])
+            older = [f for f in filling if f.seqs != fact.seqs]
             if older:
                 fact = replace(fact, repeats=fact.repeats + max(f.repeats for f in older))
                 self.discard({id(f) for f in older})
@@ -140,7 +138,18 @@ class FactList:
         self.facts.append(fact)
         self._keys.append(key)
         self._known.add(key)
+        if fact.attribute:
+            self._slots.setdefault(_slot(fact), []).append(fact)
         return True
+
+    def update(self, change: Callable[[Fact], Fact]) -> None:
+        """Replace every fact by ``change(fact)`` (its place, key and slot kept)."""
+        changed = [change(fact) for fact in self.facts]
+        self.facts = changed
+        self._slots = {}
+        for fact in changed:
+            if fact.attribute:
+                self._slots.setdefault(_slot(fact), []).append(fact)
 
     def swap(self, old: Fact, new: Fact) -> None:
         """Put ``new`` where ``old`` is (a summary keeping a line's short form instead)."""
@@ -149,11 +158,22 @@ class FactList:
                 self._known.discard(self._keys[index])
                 self.facts[index], self._keys[index] = new, fact_key(new)
                 self._known.add(self._keys[index])
+                if old.attribute:
+                    self._slots[_slot(old)].remove(old)
+                if new.attribute:
+                    self._slots.setdefault(_slot(new), []).append(new)
                 return
 
     def discard(self, gone: set[int]) -> None:
         """Remove the facts whose ``id()`` is in ``gone``."""
         pairs = [(f, k) for f, k in zip(self.facts, self._keys, strict=True) if id(f) not in gone]
         self._known -= {k for f, k in zip(self.facts, self._keys, strict=True) if id(f) in gone}
+        for fact in self.facts:
+            if id(fact) in gone and fact.attribute:
+                self._slots[_slot(fact)].remove(fact)
         self.facts = [f for f, _ in pairs]
         self._keys = [k for _, k in pairs]
+
+
+def _slot(fact: Fact) -> str:
+    return slot_key(fact.subject, fact.attribute)

@@ -387,6 +387,8 @@ class _Reader:
             return False
         if cue or (from_user and self.every_statement):
             return True
+        if self.every_statement and not specifics(sentence):
+            return False  # for long-term memory, another's words count when they name things
         return value >= MIN_STATEMENT_SCORE
 
     def _restates(self, sentence: str) -> bool:

@@ -235,9 +235,36 @@ def _pattern(category: str, anchored: bool) -> re.Pattern[str]:
 _LEAD = r"(?:also|please|now|then|so|and|but|just|ok|okay|и|а|но|также|пожалуйста|也|但是|还有|请|también|por favor|bitte|auch|aussi|s'il te plaît)[\s,]"  # noqa: E501
 
 
+@functools.cache
+def _parts(category: str) -> tuple[frozenset[str], re.Pattern[str] | None, tuple[str, ...]]:
+    """A category's cues split for a quick look: single words (a set lookup), phrases of
+    several words or with an apostrophe (one expression), and the unspaced ones (substrings)."""
+    single, phrased, unspaced = set(), [], []
+    for phrase in phrases(category):
+        if has_unspaced(phrase):
+            unspaced.append(phrase)
+        elif " " in phrase or "'" in phrase or "-" in phrase:
+            phrased.append(phrase)
+        else:
+            single.add(phrase)
+    body = "|".join(r"\s+".join(re.escape(w) for w in p.split()) for p in phrased)
+    pattern = re.compile(rf"(?<![\w'])(?:{body})(?![\w])") if body else None
+    return frozenset(single), pattern, tuple(unspaced)
+
+
+_WORDS = re.compile(r"[^\W_]+")
+
+
+@functools.lru_cache(maxsize=16384)
 def has_cue(category: str, text: str) -> bool:
     """Whether ``text`` holds a cue of ``category`` (in any of the languages)."""
-    return _pattern(category, False).search(folded(text)) is not None
+    single, pattern, unspaced = _parts(category)
+    text = folded(text)
+    if single and not single.isdisjoint(_WORDS.findall(text)):
+        return True
+    if pattern is not None and pattern.search(text):
+        return True
+    return bool(unspaced) and has_unspaced(text) and any(cue in text for cue in unspaced)
 
 
 def opens_with(category: str, text: str) -> bool:
@@ -277,7 +304,8 @@ def _relative_days() -> tuple[re.Pattern[str], dict[str, int]]:
     return re.compile("|".join(parts), re.I), offsets
 
 
-def relative_days(text: str) -> list[tuple[int, int, int]]:
+@functools.lru_cache(maxsize=16384)
+def relative_days(text: str) -> tuple[tuple[int, int, int], ...]:
     """Each relative-day word in ``text``: (start, end, offset in days)."""
     pattern, offsets = _relative_days()
-    return [(m.start(), m.end(), offsets[folded(m[0])]) for m in pattern.finditer(text)]
+    return tuple((m.start(), m.end(), offsets[folded(m[0])]) for m in pattern.finditer(text))

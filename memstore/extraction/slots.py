@@ -39,6 +39,7 @@ Pure code: the reads and the transaction are :mod:`memstore.db.consolidation_run
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -98,6 +99,7 @@ def _slug(text: str) -> str:
     return _UNSAFE.sub("-", " ".join(text.split()).casefold()).strip("-") or "_"
 
 
+@functools.lru_cache(maxsize=16384)
 def slot_key(subject: str, attribute: str, text: str = "") -> str:
     """The entry key of a fact's slot, lowercase, white space and punctuation as ``-``.
 

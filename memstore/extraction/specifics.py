@@ -37,6 +37,8 @@ _QUOTED = re.compile(
 _ADDRESS = re.compile(
     r"(?:https?://|www\.)\S+|[\w./-]+::[\w:.\[\]-]+|[\w.+-]+@[\w-]+\.[\w.]+|(?:[\w.-]*/)+[\w.-]+"
 )
+#: A handle or a tag (``@mira``, ``#launch``): a name of its own, whatever its case.
+_HANDLE = re.compile(r"(?<![\w@#])[@#][^\W_][\w.-]*[^\W_]|(?<![\w@#])[@#][^\W_]")
 _CODE = re.compile(r"^[A-Za-z_]\w*_\w+$|^[a-z]+[A-Z]\w*$|^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
 #: "Is called" in Chinese and Japanese, then the name (up to three characters: a given name).
 _NAMED = re.compile(r"(?:名叫|叫做|叫|名字是|と申します)([\u4e00-\u9fff\u3040-\u30ff]{1,3})")
@@ -71,6 +73,8 @@ def _spans(text: str) -> list[tuple[int, int]]:
         whole.append((match.start(), match.start() + len(match[0].rstrip(".,;:)"))))
     for match in _NAMED.finditer(text):
         whole.append((match.start(1), match.end(1)))
+    for match in _HANDLE.finditer(text):
+        whole.append((match.start(), match.end()))
     not_names = word_set("first_person") | word_set("function") | word_set("chatter")
     tokens: list[tuple[int, int]] = []
     for match in TOKEN.finditer(text):

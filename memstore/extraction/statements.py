@@ -116,11 +116,17 @@ def is_chatter(sentence: str) -> bool:
     return length(sentence) <= 2 and not specifics(sentence)
 
 
-def content_units(sentence: str) -> list[str]:
+@functools.cache
+def _not_content() -> frozenset[str]:
+    return word_set("function") | word_set("first_person") | word_set("chatter")
+
+
+@functools.lru_cache(maxsize=16384)
+def content_units(sentence: str) -> tuple[str, ...]:
     """The units of a sentence that are not function words or chatter, in order: words of
     three letters or more, or the character pairs of a Chinese or Japanese run."""
-    skip = word_set("function") | word_set("first_person") | word_set("chatter")
-    out = []
+    skip = _not_content()
+    out: list[str] = []
     for word in words(sentence):
         if word in skip:
             continue
@@ -128,7 +134,7 @@ def content_units(sentence: str) -> list[str]:
             out += [unit for unit in units(word) if unit not in skip]
         elif len(word) > 2 and not word.isdigit():
             out.append(word)
-    return out
+    return tuple(out)
 
 
 def is_first_person(sentence: str) -> bool:

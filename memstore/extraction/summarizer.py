@@ -97,7 +97,7 @@ class ExtractiveSummarizer:
         digest.said_on = found.said_on
         digest.marked = found.marked
         digest.spans_days = digest.spans_days or found.spans_days
-        if not digest.render().strip():
+        if not (digest.facts.facts or digest.questions or digest.objective or digest.other):
             return SummaryText.nothing()  # nothing worth keeping: an answer, not a failure
         budget = self.max_tokens if max_tokens is None else max_tokens
         if self.max_tokens is not None:

@@ -86,6 +86,7 @@ def fit_summary(summary: str | Digest, budget: int, count: CountTokens) -> str:
     text = digest.render()
     if count(text) <= budget:
         return text
+    count = _remembered(count)  # values and labels repeat across lines: each counted once
     lines = _lines(digest)
     shared: dict[str, int] = {}  # a heading's, or a speaker's line's start and end: paid once
     separator = count(SAID_SEPARATOR.strip())
@@ -152,6 +153,19 @@ def fit_summary(summary: str | Digest, budget: int, count: CountTokens) -> str:
         digest.objective = digest.said_on = None
         text = digest.render()
     return text if count(text) <= budget else ""
+
+
+def _remembered(count: CountTokens) -> CountTokens:
+    """``count``, each text counted once per fitting."""
+    seen: dict[str, int] = {}
+
+    def counted(text: str) -> int:
+        found = seen.get(text)
+        if found is None:
+            found = seen[text] = count(text)
+        return found
+
+    return counted
 
 
 def _fit_frame(digest: Digest, budget: int, count: CountTokens) -> None:
