@@ -57,7 +57,6 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _ACTION = re.compile(
     r"^(?P<label>[\w.:-]+\((?:[^()]|\([^()]*\))*\))(?:" + re.escape(ARROW) + r"(?P<values>.*))?$"
 )
-_RECORD_LINE = re.compile(r"^[\w .'/-]{1,30}:\s*\S")
 _CLAUSE = re.compile(r"\s*[;\n]\s*|,\s+(?=[^\W\d_])")
 #: A text output's line up to this many words is one of its record's values.
 MAX_RECORD_LINE_WORDS = 12
@@ -175,13 +174,18 @@ def result_values(content: str) -> list[str]:
     if is_log(text):
         return log_values(text)
     lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
-    records = [line for line in lines if len(line.split()) <= MAX_RECORD_LINE_WORDS]
-    if len(lines) > 1 and records and all(_RECORD_LINE.match(line) for line in records[:3]):
-        return list(dict.fromkeys(line.rstrip(".") for line in records))
-    if len(text.split()) <= MAX_TEXT_WORDS:
-        return [" ".join(text.split())] if text else []
-    clauses = [c.strip(" .") for s in sentences(text) for c in _CLAUSE.split(s) if c.strip()]
-    return list(dict.fromkeys(c for c in clauses if specifics(c) or has_digit(c)))
+    if len(lines) == 1 and len(text.split()) <= MAX_TEXT_WORDS:
+        return [lines[0]]
+    # A record's lines (``Status: escalated``) are its values; of a longer line or text,
+    # the clauses that name something.
+    values = []
+    for line in lines:
+        if len(line.split()) <= MAX_RECORD_LINE_WORDS:
+            values.append(line.rstrip("."))
+            continue
+        clauses = [c.strip(" .") for s in sentences(line) for c in _CLAUSE.split(s) if c.strip()]
+        values += [c for c in clauses if specifics(c) or has_digit(c)]
+    return list(dict.fromkeys(values))
 
 
 def chunks(values: Sequence[str]) -> list[list[str]]:

@@ -42,8 +42,7 @@ from memstore.extraction.actions import (
     ASKED,
     MENTIONED,
     VALUE_SEPARATOR,
-    action_line,
-    asked_line,
+    label_values,
     parse_action,
     parse_asked,
     parse_values,
@@ -134,17 +133,22 @@ class Digest:
         head = [line for line in self._frame_lines() if line.startswith(OBJECTIVE)]
         groups: dict[str, list[str | tuple[str, list[str]]]] = {}
         said: dict[tuple[str, str], list[str]] = {}  # a speaker's lines in one section
-        values: set[str] = set()  # a value said again is said once, by the first line
+        # What someone asked for or mentioned is said once, and not where an action's line
+        # says it (an action's line keeps all its values: they belong to its call).
+        values = {
+            value.casefold()
+            for fact in self.facts.facts
+            if fact.values and not speaker_of(fact)
+            for value in (*fact.values, *action_arguments(fact.text))
+        }
         for fact in self.facts.facts:
             heading, label = self.heading_of(fact), speaker_of(fact)
             entries = groups.setdefault(heading, [])
             if fact.values and not label:
-                text = _retold(fact, values)
-                if text:
-                    entries.append(text)
+                entries.append(line_text(fact))
                 continue
             part = fact.text[len(label) + 2 :] if label else line_text(fact)
-            if fact.values:  # what someone asked for or mentioned: each value said once
+            if fact.values:
                 fresh = [v for v in fact.values if v.casefold() not in values]
                 values.update(v.casefold() for v in fresh)
                 part = VALUE_SEPARATOR.join(fresh)
@@ -182,19 +186,10 @@ def line_text(fact: Fact) -> str:
     return fact.text if fact.repeats < 2 else f"{fact.text} (×{fact.repeats})"
 
 
-def _retold(fact: Fact, said: set[str]) -> str:
-    """An action's or an ask's line without the values a line before it said (``""``: an
-    ask that says nothing new; an action keeps its label: the call was made)."""
-    fresh = [value for value in fact.values if value.casefold() not in said]
-    said.update(value.casefold() for value in fresh)
-    if len(fresh) == len(fact.values):
-        return line_text(fact)
-    asked = parse_asked(fact.text)
-    if asked is not None:
-        return asked_line(asked[0], fresh, asked[2]) if fresh else ""
-    action = parse_action(fact.text)
-    text = action_line(action[0] if action else "", fresh)
-    return line_text(replace(fact, text=text)) if text else ""
+def action_arguments(text: str) -> list[str]:
+    """The argument values an action's line shows (none for another line)."""
+    action = parse_action(text)
+    return [] if action is None else label_values(action[0])
 
 
 def _entry_text(entry: str | tuple[str, list[str]]) -> str:

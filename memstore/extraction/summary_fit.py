@@ -99,7 +99,7 @@ def fit_summary(summary: str | Digest, budget: int, count: CountTokens) -> str:
             line.shares = (line.heading,)
             line.cost = count(f"- {_text(line)}\n")
         values = getattr(line.entry, "values", ())
-        if values:  # each value and its separator
+        if values and speaker:  # an ask's values, each with its separator: said once
             line.value_costs = {v.casefold(): count(v) + 1 for v in values}
     for key in {key for line in lines for key in line.shares}:
         heading, _, label = key.rpartition("\n")
