@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import make_item
-from memstore.core.summary_fit import trim_to_tokens
+from memstore.core.summary_room import trim_to_tokens
 
 from memstore import MemoryKind, MemoryLimits, MemoryRole, Priority, WordEstimator
 from memstore.core.policy import (
