@@ -238,9 +238,9 @@ def _clip_words(text: str, limit: int) -> str:
 #: specifics goes before one of ordinary words, but one that adds nothing new does not
 #: outrank one that does.
 SCORE_SHARE = 0.3
-#: What a unit that is part of a specific (a name, an id, a number) is worth in what a
+#: What a unit that is part of a name (or any specific: an id, a number) is worth in what a
 #: line adds, against 1 for any other word: a fact cannot lose it.
-SPECIFIC_WORTH = 2
+NAME_WORTH = 2
 #: What a unit of an exact value (a number, an id, a path, a quoted string) is worth in a
 #: statement's words: a name's worth and a word's more, since no paraphrase gives it back.
 EXACT_WORTH = 3
@@ -278,7 +278,7 @@ class Candidate:
 @functools.lru_cache(maxsize=8192)
 def new_words(text: str) -> Mapping[str, float]:
     """The units ``text`` could add, its label's too (a subject's id says what a line is
-    about), each worth 1, or :data:`SPECIFIC_WORTH` for part of a specific. A single letter
+    about), each worth 1, or :data:`NAME_WORTH` for part of a specific. A single letter
     or digit says little on its own (``day 4``), a function word nothing, and chatter
     (``ok``) nothing."""
     said = _LABEL.sub("", text, count=1)
@@ -287,7 +287,7 @@ def new_words(text: str) -> Mapping[str, float]:
     special, exact = specific_units(said), exact_units(said)
     skip = word_set("function")
     words_worth = {
-        unit: EXACT_WORTH if unit in exact else SPECIFIC_WORTH if unit in special else 1
+        unit: EXACT_WORTH if unit in exact else NAME_WORTH if unit in special else 1
         for unit in word_units(text)
         if (len(unit) > 1 or has_unspaced(unit) or unit in exact) and unit not in skip
     }

@@ -26,7 +26,7 @@ from memstore.extraction.facts import ROLE_SPEAKERS
 from memstore.extraction.specifics import is_exact, specific_phrases
 from memstore.extraction.statements import (
     SCORE_SHARE,
-    SPECIFIC_WORTH,
+    NAME_WORTH,
     Candidate,
     coverage_order,
     new_words,
@@ -215,7 +215,7 @@ def _adds(fact: Fact) -> Mapping[str, float]:
     if fact.attribute == "call" or fact.values:
         action = fact.attribute == "call"  # what a tool returned is exact, whatever it is
         words: dict[str, float] = {
-            value.casefold(): VALUE_WORTH if action or is_exact(value) else SPECIFIC_WORTH
+            value.casefold(): VALUE_WORTH if action or is_exact(value) else NAME_WORTH
             for value in fact.values
         }
         if fact.speaker.endswith(f" {MENTIONED}"):
@@ -225,7 +225,7 @@ def _adds(fact: Fact) -> Mapping[str, float]:
         label = parse_action(fact.text)
         if label is not None:  # its arguments: values the user gave it, worth a name each
             args = label_values(label[0])
-            words.update({v.casefold(): SPECIFIC_WORTH for v in args if v.casefold() not in words})
+            words.update({v.casefold(): NAME_WORTH for v in args if v.casefold() not in words})
     else:
         words = {word: float(worth) for word, worth in new_words(fact.text).items()}
     # Each fill of its slot is a time the session came back to it (a call made again); and
