@@ -206,3 +206,21 @@ def test_an_action_line_keeps_every_value_it_returned() -> None:
     lines = summarize(items.items).splitlines()
     assert "- get_order(A-1042): Ines Duarte, Braga" in lines
     assert "- get_customer(ines@example.pt): Ines Duarte, gold" in lines  # its value too
+
+
+def test_the_day_in_force_survives_a_day_that_holds_only_a_decision() -> None:
+    items = Talk()
+    items.say("developer", "New conversation session on 8 May 2023.")
+    items.say("user", "I went to a pottery class in Ghent yesterday.")
+    items.say("developer", "New conversation session on 9 May 2023.")
+    items.say("developer", "Ship the blue van to Ghent on Friday.")
+    text = summarize(items.items)
+    assert text.splitlines()[-1] == "Session date: 9 May 2023"  # no fact's heading says it
+    later = Talk().say("user", "I bought a kiln from Berit yesterday.", day=30)  # imported later
+    folded = summarize(later.items, previous=text)
+    assert "On 9 May 2023:\n- User: I bought a kiln from Berit yesterday (8 May 2023)." in folded
+    fresh = summarize(
+        Talk().say("user", "Pottery is my favourite way to relax.").items,
+        previous="Session date: 25 May 2023",
+    )
+    assert fresh == "On 25 May 2023:\n- User: Pottery is my favourite way to relax."
