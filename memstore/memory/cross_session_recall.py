@@ -87,9 +87,7 @@ async def scoped_recall(
         if sources.embedding is not None:
             from memstore.memory.embedding import ranking
 
-            members = await sources.database.run_read(
-                partial(scope_members, scope=sources.scope)
-            )
+            members = await sources.database.run_read(partial(scope_members, scope=sources.scope))
             scope = SearchScope(tuple(dict.fromkeys([sources.session_id, *members])), ())
             terms, semantic = await ranking(sources.embedding, query, terms, scope)
         found, when, _others = await scope_passages(
