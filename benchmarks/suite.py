@@ -39,7 +39,7 @@ from memstore import MemoryLimits, MemoryStore, Settings, TiktokenEstimator, Wor
 from memstore.core.policy import plan_compaction
 from memstore.core.values import MemoryKind, MemoryRole, Priority
 from memstore.db import compaction, lease, reads
-from memstore.db.append import NewItem, append_item
+from memstore.db.append import NewItem, append_items
 from memstore.db.compaction import CommitContext
 from memstore.db.connection import WRITE_OPTION, sqlite_engine
 from memstore.db.search_index import index_pending
@@ -169,7 +169,7 @@ def memstore_floor(texts: list[str]) -> Timer:
             start = time.perf_counter()
             for item in new:
                 with conn.begin():
-                    append_item(conn, "b", "words", NO_COMPACTION, item)
+                    append_items(conn, "b", "words", NO_COMPACTION, [item])
             elapsed = time.perf_counter() - start
         engine.dispose()
         return elapsed
