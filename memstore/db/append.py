@@ -34,7 +34,6 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, bindparam, insert, select, update
 
-from memstore.core.carried_items import CALL_OUTPUTS
 from memstore.core.values import (
     ITEM_OVERHEAD_TOKENS,
     MemoryItem,
@@ -45,10 +44,12 @@ from memstore.core.values import (
 )
 from memstore.db.confined import scope_refusal
 from memstore.db.connection import dialect_insert
+from memstore.db.driver_insert import compiled_insert
 from memstore.db.engine import Database
+from memstore.db.item_links import check_answers_a_call, turn_of
 from memstore.db.reads import ITEM_COLUMNS, row_to_item, session_total, utcnow
 from memstore.db.tables import UTCDateTime, items, sessions
-from memstore.errors import EstimatorMismatchError, IdempotencyConflictError, ValidationError
+from memstore.errors import EstimatorMismatchError, IdempotencyConflictError
 
 
 @dataclass(frozen=True)
@@ -139,23 +140,6 @@ BY_KEY = select(*ITEM_COLUMNS).where(
 #: Built once, its values passed at execution: a statement made per append would be
 #: constructed and cache-keyed again on every turn.
 INSERT_ITEM = insert(items)
-#: The active items linked by one call_id (the call, and its output if it has one): one
-#: probe of the partial call_id index. A call no longer in working memory does not count:
-#: its output would reach the model orphaned.
-LINKED = select(items.c.kind, items.c.payload, items.c.seq, items.c.turn).where(
-    items.c.session_id == bindparam("sid"),
-    items.c.call_id == bindparam("call_id"),
-    items.c.fate.is_(None),
-)
-
-
-#: The turn of the handle's newest item: a later item of that handle joins it.
-HANDLE_TURN = (
-    select(items.c.turn)
-    .where(items.c.session_id == bindparam("sid"), items.c.handle == bindparam("handle"))
-    .order_by(items.c.seq.desc())
-    .limit(1)
-)
 
 
 def _create_session(
@@ -266,7 +250,7 @@ def append_items(
     stored: list[MemoryItem] = []
     for index, new in enumerate(news):
         seq = first + index
-        call_turn = _check_answers_a_call(conn, session_id, new, stored) if new.is_output else None
+        call_turn = check_answers_a_call(conn, session_id, new, stored) if new.is_output else None
         stored.append(
             MemoryItem(
                 id=str(uuid.uuid4()),
@@ -282,7 +266,7 @@ def append_items(
                 payload=_loads(new.payload_json),
                 call_id=new.call_id,
                 handle=new.handle,
-                turn=_turn_of(conn, session_id, new, seq, call_turn, stored),
+                turn=turn_of(conn, session_id, new, seq, call_turn, stored),
                 pending_until=None if new.wait_seconds is None else time.time() + new.wait_seconds,
             )
         )
@@ -315,80 +299,6 @@ def _check_keys(conn: Connection, session_id: str, news: Sequence[NewItem], row:
     before = row.active_tokens - cost  # the rollback undoes this batch's bump
     total = session_total(before, row.summary_tokens)
     raise Duplicate(AppendResult(stored, total, 0, True, (stored, *rest)))
-
-
-def _turn_of(
-    conn: Connection,
-    session_id: str,
-    new: NewItem,
-    seq: int,
-    call_turn: int | None,
-    earlier: Sequence[MemoryItem],
-) -> int | None:
-    """The turn ``new`` belongs to (:mod:`memstore.core.turns`): its own, for a user message;
-    its call's, for an output; else its handle's current one (``None``: a turn of its own).
-
-    ``earlier`` are the batch's items before it, all of its handle: the newest of them is
-    the handle's newest item, so only a batch's first item asks the database."""
-    if new.kind is MemoryKind.USER_MESSAGE:
-        return seq
-    if call_turn is not None:
-        return call_turn
-    if new.handle is None:
-        return None
-    if earlier:
-        return earlier[-1].turn
-    found: int | None = conn.execute(
-        HANDLE_TURN, {"sid": session_id, "handle": new.handle}
-    ).scalar()
-    return found
-
-
-def _check_answers_a_call(
-    conn: Connection, session_id: str, new: NewItem, earlier: Sequence[MemoryItem]
-) -> int | None:
-    """An output must answer a call of its kind that has no output yet; the call's turn.
-
-    The active items linked by its call_id are those stored before (one probe of the
-    partial call_id index) and those earlier in its own batch. An output whose call is not
-    in working memory (a compaction removed it while the tool ran, or the call was never
-    stored here) is stored all the same: refusing it would lose the turn, and the model
-    input leaves it out (:func:`memstore.core.units.valid_input`).
-    """
-    linked = [
-        _Linked(row.kind, row.payload, row.seq, row.turn)
-        for row in conn.execute(LINKED, {"sid": session_id, "call_id": new.call_id})
-    ]
-    linked += [
-        _Linked(item.kind.value, item.payload, item.seq, item.turn)
-        for item in earlier
-        if item.call_id == new.call_id
-    ]
-    calls = [entry for entry in linked if entry.kind == "ASSISTANT_MESSAGE"]
-    field = f"{new.field}.call_id"
-    if not calls:
-        return None
-    wanted = CALL_OUTPUTS.get(str(calls[0].payload_value().get("type")))
-    given = json.loads(new.payload_json or "{}").get("type")
-    if wanted != given:
-        raise ValidationError(f"{new.field}.type", f"{given!r} cannot answer a {wanted!r} call")
-    if len(linked) > len(calls):
-        raise ValidationError(field, f"the call {new.call_id!r} already has its output")
-    return calls[0].seq if calls[0].turn is None else int(calls[0].turn)
-
-
-@dataclass(frozen=True)
-class _Linked:
-    """An active item linked to an output's call_id: a stored row, or an earlier item of
-    the output's own batch."""
-
-    kind: str
-    payload: Any  # a row's JSON text, or an earlier item's value
-    seq: int
-    turn: int | None
-
-    def payload_value(self) -> Any:
-        return json.loads(self.payload) if isinstance(self.payload, str) else self.payload
 
 
 def _rest_of_batch(conn: Connection, session_id: str, news: Sequence[NewItem]) -> list[MemoryItem]:
@@ -424,10 +334,14 @@ def batch_key(key: str | None, index: int) -> str | None:
 
 
 def insert_items(conn: Connection, stored: Sequence[MemoryItem], news: Sequence[NewItem]) -> None:
-    """Step 5: the batch's rows, in one statement."""
-    conn.execute(
-        INSERT_ITEM, [_insert_values(item, new) for item, new in zip(stored, news, strict=True)]
-    )
+    """Step 5: the batch's rows, in one statement (on SQLite, :mod:`memstore.db.driver_insert`:
+    SQLAlchemy's SQL and bind processors without Core's per-execution work)."""
+    rows = [_insert_values(item, new) for item, new in zip(stored, news, strict=True)]
+    compiled = compiled_insert(items, tuple(rows[0]), conn.dialect)
+    if compiled is None:
+        conn.execute(INSERT_ITEM, rows)
+    else:
+        compiled.run(conn, rows)
 
 
 def _insert_values(item: MemoryItem, new: NewItem) -> dict[str, Any]:
