@@ -8,7 +8,7 @@ so does any object of yours with those three members.
   Strong vectors: a question finds answers that share no word with it.
 * :class:`WordLlamaEmbedder` runs `WordLlama <https://github.com/dleemiller/WordLlama>`_, a
   static word-embedding model whose weights ship in its wheel (``pip install
-  'memstore[wordllama]'``): no network, no GPU, tens of thousands of texts a second on two
+  'memstore-agents[wordllama]'``): no network, no GPU, tens of thousands of texts a second on two
   cores. Its vector of a text is the average of its words' vectors, with no sense of word
   order or context: good at synonyms and related words (``car`` near ``sedan``), weak at
   paraphrases that share no related word (docs/recall.md gives the figures).
@@ -44,7 +44,7 @@ WORDLLAMA_DIMENSIONS = 256
 #: small steps pay less padding; on chat turns 16 embedded ~7,600 texts/s, 64 ~5,700 and
 #: 256 ~3,700 (one thread, this project's machine).
 WORDLLAMA_BATCH = 16
-INSTALL_HINT = "the offline embedder needs WordLlama: pip install 'memstore[wordllama]'"
+INSTALL_HINT = "the offline embedder needs WordLlama: pip install 'memstore-agents[wordllama]'"
 
 
 class OpenAIEmbedder:
