@@ -20,7 +20,7 @@ from memstore.db.tables import items
 from memstore.errors import ValidationError
 
 
-class NewItem(Protocol):
+class Appending(Protocol):
     """What these lookups read of an item being appended (:class:`memstore.db.append.NewItem`)."""
 
     @property
@@ -61,7 +61,7 @@ HANDLE_TURN = (
 def turn_of(
     conn: Connection,
     session_id: str,
-    new: NewItem,
+    new: Appending,
     seq: int,
     call_turn: int | None,
     earlier: Sequence[MemoryItem],
@@ -86,7 +86,7 @@ def turn_of(
 
 
 def check_answers_a_call(
-    conn: Connection, session_id: str, new: NewItem, earlier: Sequence[MemoryItem]
+    conn: Connection, session_id: str, new: Appending, earlier: Sequence[MemoryItem]
 ) -> int | None:
     """An output must answer a call of its kind that has no output yet; the call's turn.
 
