@@ -140,22 +140,22 @@ def _groups(entries: Sequence[_Entry], now: float | None = None) -> list[_Group]
             else:
                 join(index, call)
                 answered.add(entry.link or "")
-    unanswered = {i for link, i in calls.items() if link not in answered}
-    last_close: dict[str | None, int] = {}  # per handle: its newest message
-    for index, entry in enumerate(entries):
-        if entry.closes:
-            last_close[entry.handle] = index
+    # Calls without their output, reasoning without its follower.
+    blocked = {i for link, i in calls.items() if link not in answered} | set(waiting)
     members: dict[int, list[int]] = {}
     for index in range(len(entries)):
         members.setdefault(root(index), []).append(index)
+    last_close: dict[str | None, int] | None = None  # per handle: its newest message
     out = []
     for group in members.values():
-        waits = bool(set(group) & (unanswered | set(waiting)))
-        broken = bool(set(group) & orphans)
-        complete = not waits and not broken
-        pending = waits and not broken and _still_waiting([entries[i] for i in group], group[0],
-                                                          last_close, now)  # fmt: skip
-        out.append(_Group(tuple(group), complete, pending))
+        waits = not blocked.isdisjoint(group)
+        broken = not orphans.isdisjoint(group)
+        pending = False
+        if waits and not broken:
+            if last_close is None:  # only an incomplete unit asks: most inputs have none
+                last_close = {entry.handle: i for i, entry in enumerate(entries) if entry.closes}
+            pending = _still_waiting([entries[i] for i in group], group[0], last_close, now)
+        out.append(_Group(tuple(group), not waits and not broken, pending))
     return out
 
 
@@ -179,10 +179,10 @@ def _entry_of_item(item: MemoryItem) -> _Entry:
 def _entry_of_input(entry: Mapping[str, Any]) -> _Entry:
     kind = entry.get("type")
     kind = "message" if kind is None else str(kind)
-    side = (kind == "message" and entry.get("role") == "assistant") or (
-        kind != "message" and kind != REASONING and (kind not in OUTPUT_TYPES or not link_of(entry))
-    )
-    return _Entry(None if kind == "message" else kind, link_of(entry), side)
+    if kind == "message":  # links nothing; the assistant's own is what reasoning leads to
+        return _Entry(None, None, entry.get("role") == "assistant")
+    link = link_of(entry)
+    return _Entry(kind, link, kind != REASONING and (kind not in OUTPUT_TYPES or not link))
 
 
 def units(items: Sequence[MemoryItem], now: float | None = None) -> tuple[Unit, ...]:

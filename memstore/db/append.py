@@ -1,18 +1,21 @@
-"""Appends: one short write transaction per item, as a plain function over a connection.
+"""Appends: one short write transaction per call, as a plain function over a connection.
 
-An append, in order:
+One function writes every append, a single item (``add``) or an agent turn's items
+(``add_items``), in one transaction, in order:
 
-1. update the session row (version, next seq, cached totals, returned by the same statement);
-   on PostgreSQL this statement also takes the row lock that serializes appends;
+1. update the session row once for the whole batch (version, next seq and cached totals
+   advance by the batch, returned by the same statement); on PostgreSQL this statement also
+   takes the row lock that serializes appends;
 2. if the session does not exist yet, create it and repeat step 1;
-3. with an idempotency key, look the key up: an item already stored under it is returned
-   instead (nothing is written), or a conflict raised if it differs;
-4. a carried output (``function_call_output`` and kin) must not answer a call of another
-   kind, or one already answered (an output whose call left working memory is stored);
-5. insert the item.
+3. with an idempotency key, look the key up: the items already stored under it are returned
+   instead (nothing is written), or a conflict raised if they differ;
+4. give each item its seq and version (one each, as if appended one by one), its turn, and
+   check that a carried output (``function_call_output`` and kin) does not answer a call of
+   another kind, or one already answered (an output whose call left working memory is
+   stored); a call earlier in the same batch counts as stored;
+5. insert the items, with one statement.
 
-A batch (:func:`append_items`: one agent turn) runs these steps for each item in one
-transaction: the turn is stored whole or not at all.
+The batch is stored whole or not at all.
 
 On SQLite the writer thread commits concurrent appends together, each in its own savepoint
 (:mod:`memstore.db.writer`); each caller still hears "stored" only after its COMMIT.
@@ -29,9 +32,8 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, insert, select, update
+from sqlalchemy import Connection, Row, bindparam, insert, select, update
 
-from memstore.core.carried_items import CALL_OUTPUTS
 from memstore.core.values import (
     ITEM_OVERHEAD_TOKENS,
     MemoryItem,
@@ -42,10 +44,12 @@ from memstore.core.values import (
 )
 from memstore.db.confined import scope_refusal
 from memstore.db.connection import dialect_insert
+from memstore.db.driver_insert import compiled_insert
 from memstore.db.engine import Database
+from memstore.db.item_links import check_answers_a_call, turn_of
 from memstore.db.reads import ITEM_COLUMNS, row_to_item, session_total, utcnow
 from memstore.db.tables import UTCDateTime, items, sessions
-from memstore.errors import EstimatorMismatchError, IdempotencyConflictError, ValidationError
+from memstore.errors import EstimatorMismatchError, IdempotencyConflictError
 
 
 @dataclass(frozen=True)
@@ -104,15 +108,17 @@ class Duplicate(Exception):
 
 # -- the statements (bound parameters only; built once) ------------------------------------
 
+#: The batch's ``n`` items advance the session's version and next seq by ``n``: each item
+#: keeps the seq and version it would have had appended alone.
 BUMP = (
     update(sessions)
     .where(sessions.c.id == bindparam("sid"), sessions.c.estimator == bindparam("est"))
     .values(
-        version=sessions.c.version + 1,
-        last_seq=sessions.c.last_seq + 1,
-        active_items=sessions.c.active_items + 1,
+        version=sessions.c.version + bindparam("n"),
+        last_seq=sessions.c.last_seq + bindparam("n"),
+        active_items=sessions.c.active_items + bindparam("n"),
         active_tokens=sessions.c.active_tokens + bindparam("cost"),
-        user_turns=sessions.c.user_turns + bindparam("is_user"),
+        user_turns=sessions.c.user_turns + bindparam("users"),
         hard_limit=bindparam("hard"),
         target_limit=bindparam("target"),
         keep_recent=bindparam("keep"),
@@ -134,23 +140,6 @@ BY_KEY = select(*ITEM_COLUMNS).where(
 #: Built once, its values passed at execution: a statement made per append would be
 #: constructed and cache-keyed again on every turn.
 INSERT_ITEM = insert(items)
-#: The active items linked by one call_id (the call, and its output if it has one): one
-#: probe of the partial call_id index. A call no longer in working memory does not count:
-#: its output would reach the model orphaned.
-LINKED = select(items.c.kind, items.c.payload, items.c.seq, items.c.turn).where(
-    items.c.session_id == bindparam("sid"),
-    items.c.call_id == bindparam("call_id"),
-    items.c.fate.is_(None),
-)
-
-
-#: The turn of the handle's newest item: a later item of that handle joins it.
-HANDLE_TURN = (
-    select(items.c.turn)
-    .where(items.c.session_id == bindparam("sid"), items.c.handle == bindparam("handle"))
-    .order_by(items.c.seq.desc())
-    .limit(1)
-)
 
 
 def _create_session(
@@ -191,27 +180,27 @@ def _recorded_estimator(conn: Connection, session_id: str) -> str | None:
     return conn.execute(ESTIMATOR, {"sid": session_id}).scalar()
 
 
-def append_item(
+def _bump(
     conn: Connection,
     session_id: str,
     estimator: str,
     limits: MemoryLimits,
-    new: NewItem,
-    scope: str | None = None,
-) -> AppendResult:
-    """The statements of one append, in order (see the module docstring).
+    news: Sequence[NewItem],
+    now: datetime,
+    scope: str | None,
+) -> Row[Any]:
+    """Steps 1 and 2: the session row after the batch's bump (the session created if new).
 
     Raises:
         EstimatorMismatchError: the session was counted by another estimator.
-        IdempotencyConflictError: the key was used for different content.
-        Duplicate: the key was used for this very item (the transaction must roll back).
+        ValidationError: (``scope``) the session belongs to another scope.
     """
-    now = utcnow()
     bump = {
         "sid": session_id,
         "est": estimator,
-        "cost": new.estimated_tokens + ITEM_OVERHEAD_TOKENS,
-        "is_user": int(new.kind is MemoryKind.USER_MESSAGE),
+        "n": len(news),
+        "cost": sum(new.estimated_tokens for new in news) + ITEM_OVERHEAD_TOKENS * len(news),
+        "users": sum(new.kind is MemoryKind.USER_MESSAGE for new in news),
         "hard": limits.hard,
         "target": limits.target,
         "keep": limits.keep_recent,
@@ -231,77 +220,85 @@ def append_item(
             raise EstimatorMismatchError(session_id, expected=str(existing), actual=estimator)
     if scope is not None and row.scope not in (None, scope):  # another's: the bump rolls back
         raise scope_refusal(session_id, row.scope, scope)
-    if new.idempotency_key is not None:
-        found = conn.execute(BY_KEY, {"sid": session_id, "key": new.idempotency_key}).first()
-        if found is not None:
-            stored = row_to_item(found)
-            if not _same(stored, new):
-                raise IdempotencyConflictError(session_id, new.idempotency_key)
-            before = row.active_tokens - bump["cost"]  # the rollback undoes our bump
-            raise Duplicate(
-                AppendResult(stored, session_total(before, row.summary_tokens), 0, duplicate=True)
-            )
-    call_turn = _check_answers_a_call(conn, session_id, new) if new.is_output else None
-    turn = _turn_of(conn, session_id, new, row.last_seq, call_turn)
-    item = MemoryItem(
-        id=str(uuid.uuid4()),
-        session_id=session_id,
-        seq=row.last_seq,
-        role=new.role,
-        kind=new.kind,
-        priority=new.priority,
-        content=new.content,
-        timestamp=now,
-        estimated_tokens=new.estimated_tokens,
-        version=row.version,
-        payload=_loads(new.payload_json),
-        call_id=new.call_id,
-        handle=new.handle,
-        turn=turn,
-        pending_until=None if new.wait_seconds is None else time.time() + new.wait_seconds,
-    )
-    conn.execute(INSERT_ITEM, _insert_values(item, new))
-    total = session_total(row.active_tokens, row.summary_tokens)
-    return AppendResult(item, total, row.user_turns, items=(item,))
+    return row
 
 
-def _turn_of(
-    conn: Connection, session_id: str, new: NewItem, seq: int, call_turn: int | None
-) -> int | None:
-    """The turn ``new`` belongs to (:mod:`memstore.core.turns`): its own, for a user message;
-    its call's, for an output; else its handle's current one (``None``: a turn of its own)."""
-    if new.kind is MemoryKind.USER_MESSAGE:
-        return seq
-    if call_turn is not None:
-        return call_turn
-    if new.handle is None:
-        return None
-    found: int | None = conn.execute(
-        HANDLE_TURN, {"sid": session_id, "handle": new.handle}
-    ).scalar()
-    return found
+def append_items(
+    conn: Connection,
+    session_id: str,
+    estimator: str,
+    limits: MemoryLimits,
+    news: Sequence[NewItem],
+    scope: str | None = None,
+) -> AppendResult:
+    """The statements of one append of ``news`` (one item, or a turn), in order (see the
+    module docstring).
 
-
-def _check_answers_a_call(conn: Connection, session_id: str, new: NewItem) -> int | None:
-    """An output must answer a call of its kind that has no output yet; the call's turn.
-
-    An output whose call is not in working memory (a compaction removed it while the tool
-    ran, or the call was never stored here) is stored all the same: refusing it would lose
-    the turn, and the model input leaves it out (:func:`memstore.core.units.valid_input`).
+    Raises:
+        EstimatorMismatchError: the session was counted by another estimator.
+        IdempotencyConflictError: the key was used for different content.
+        ValidationError: an output that answers a call of another kind, or one answered
+            already; (``scope``) the session belongs to another scope.
+        Duplicate: the key was used for these very items (the transaction must roll back;
+            its result holds every item stored then).
     """
-    linked = conn.execute(LINKED, {"sid": session_id, "call_id": new.call_id}).all()
-    calls = [json.loads(row.payload) for row in linked if row.kind == "ASSISTANT_MESSAGE"]
-    field = f"{new.field}.call_id"
-    if not calls:
-        return None
-    wanted = CALL_OUTPUTS.get(str(calls[0].get("type")))
-    given = json.loads(new.payload_json or "{}").get("type")
-    if wanted != given:
-        raise ValidationError(f"{new.field}.type", f"{given!r} cannot answer a {wanted!r} call")
-    if len(linked) > len(calls):
-        raise ValidationError(field, f"the call {new.call_id!r} already has its output")
-    call = next(row for row in linked if row.kind == "ASSISTANT_MESSAGE")
-    return call.seq if call.turn is None else int(call.turn)
+    now = utcnow()
+    row = _bump(conn, session_id, estimator, limits, news, now, scope)
+    if news[0].idempotency_key is not None:
+        _check_keys(conn, session_id, news, row)
+    first = row.last_seq - len(news) + 1  # the batch's first seq; its version likewise
+    stored: list[MemoryItem] = []
+    for index, new in enumerate(news):
+        seq = first + index
+        call_turn = check_answers_a_call(conn, session_id, new, stored) if new.is_output else None
+        stored.append(
+            MemoryItem(
+                id=str(uuid.uuid4()),
+                session_id=session_id,
+                seq=seq,
+                role=new.role,
+                kind=new.kind,
+                priority=new.priority,
+                content=new.content,
+                timestamp=now,
+                estimated_tokens=new.estimated_tokens,
+                version=row.version - row.last_seq + seq,
+                payload=_loads(new.payload_json),
+                call_id=new.call_id,
+                handle=new.handle,
+                turn=turn_of(conn, session_id, new, seq, call_turn, stored),
+                pending_until=None if new.wait_seconds is None else time.time() + new.wait_seconds,
+            )
+        )
+    insert_items(conn, stored, news)
+    total = session_total(row.active_tokens, row.summary_tokens)
+    return AppendResult(stored[-1], total, row.user_turns, items=tuple(stored))
+
+
+def _check_keys(conn: Connection, session_id: str, news: Sequence[NewItem], row: Row[Any]) -> None:
+    """Step 3, for a batch whose first item has a key (its others have ``key#2``...).
+
+    Raises:
+        Duplicate: every item was stored under these keys (a retry): nothing is written.
+        IdempotencyConflictError: a key was used for other content, or another batch.
+    """
+    key = str(news[0].idempotency_key)
+    found = conn.execute(BY_KEY, {"sid": session_id, "key": key}).first()
+    if found is None:
+        # The batch is new, so none of its later keys may be in use either (taken by an
+        # append of its own, they would make this batch half a retry of something else).
+        for later in news[1:]:
+            if conn.execute(BY_KEY, {"sid": session_id, "key": later.idempotency_key}).first():
+                raise IdempotencyConflictError(session_id, key)
+        return
+    stored = row_to_item(found)
+    if not _same(stored, news[0]):
+        raise IdempotencyConflictError(session_id, key)
+    rest = _rest_of_batch(conn, session_id, news)
+    cost = sum(new.estimated_tokens + ITEM_OVERHEAD_TOKENS for new in news)
+    before = row.active_tokens - cost  # the rollback undoes this batch's bump
+    total = session_total(before, row.summary_tokens)
+    raise Duplicate(AppendResult(stored, total, 0, True, (stored, *rest)))
 
 
 def _rest_of_batch(conn: Connection, session_id: str, news: Sequence[NewItem]) -> list[MemoryItem]:
@@ -336,35 +333,15 @@ def batch_key(key: str | None, index: int) -> str | None:
     return key if key is None or index == 0 else f"{key}#{index + 1}"
 
 
-def append_items(
-    conn: Connection,
-    session_id: str,
-    estimator: str,
-    limits: MemoryLimits,
-    news: Sequence[NewItem],
-    scope: str | None = None,
-) -> AppendResult:
-    """Every item of ``news`` in one transaction, in order (a turn: all or nothing).
-
-    Raises:
-        As :func:`append_item`; ``Duplicate`` when the batch's key was used for this very
-        batch (its result holds every item stored then).
-    """
-    stored: list[AppendResult] = []
-    for index, new in enumerate(news):
-        try:
-            stored.append(append_item(conn, session_id, estimator, limits, new, scope))
-        except Duplicate as duplicate:
-            if index:  # only the first item's key decides: the batch was committed whole
-                raise
-            found = [duplicate.result.item, *_rest_of_batch(conn, session_id, news)]
-            result = duplicate.result
-            raise Duplicate(
-                AppendResult(result.item, result.total_tokens, 0, True, tuple(found))
-            ) from None
-    last = stored[-1]
-    items_ = tuple(result.item for result in stored)
-    return AppendResult(last.item, last.total_tokens, last.user_turns, items=items_)
+def insert_items(conn: Connection, stored: Sequence[MemoryItem], news: Sequence[NewItem]) -> None:
+    """Step 5: the batch's rows, in one statement (on SQLite, :mod:`memstore.db.driver_insert`:
+    SQLAlchemy's SQL and bind processors without Core's per-execution work)."""
+    rows = [_insert_values(item, new) for item, new in zip(stored, news, strict=True)]
+    compiled = compiled_insert(items, tuple(rows[0]), conn.dialect)
+    if compiled is None:
+        conn.execute(INSERT_ITEM, rows)
+    else:
+        compiled.run(conn, rows)
 
 
 def _insert_values(item: MemoryItem, new: NewItem) -> dict[str, Any]:
@@ -394,44 +371,18 @@ async def append(
     session_id: str,
     estimator: str,
     limits: MemoryLimits,
-    new: NewItem,
+    news: Sequence[NewItem],
     scope: str | None = None,
 ) -> AppendResult:
-    """Append one item durably; return it with the session's new total.
+    """Append ``news`` (one item, or a turn's) durably in one transaction; return them with
+    the session's new total.
 
     Raises:
         EstimatorMismatchError: the session was counted by another estimator.
         IdempotencyConflictError: the key was used for different content.
+        ValidationError: an output that answers a call of another kind, or one answered
+            already.
         LockTimeoutError: the database stayed locked past the busy timeout.
-    """
-    try:
-        return await db.run_write(
-            partial(
-                append_item,
-                session_id=session_id,
-                estimator=estimator,
-                limits=limits,
-                new=new,
-                scope=scope,
-            )
-        )
-    except Duplicate as duplicate:  # raised inside the transaction: it rolled back
-        return duplicate.result
-
-
-async def append_batch(
-    db: Database,
-    session_id: str,
-    estimator: str,
-    limits: MemoryLimits,
-    news: Sequence[NewItem],
-    scope: str | None = None,
-) -> AppendResult:
-    """Append ``news`` durably in one transaction; return them with the session's new total.
-
-    Raises:
-        As :func:`append`, and ValidationError for an output that answers a call of another
-        kind or one already answered.
     """
     job = partial(
         append_items,
@@ -443,5 +394,5 @@ async def append_batch(
     )
     try:
         return await db.run_write(job)
-    except Duplicate as duplicate:
+    except Duplicate as duplicate:  # raised inside the transaction: it rolled back
         return duplicate.result

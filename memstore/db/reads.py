@@ -17,7 +17,7 @@ from enum import Enum
 from functools import partial
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Row, and_, select
+from sqlalchemy import Connection, Row, and_, bindparam, select
 
 from memstore.core.policy import Snapshot
 from memstore.core.records import CompactionReport, SessionInfo
@@ -131,17 +131,23 @@ def row_to_info(row: Row[Any]) -> SessionInfo:
     )
 
 
+#: The statements of every snapshot, built once: one built per call is constructed and
+#: cache-keyed again each time, which costs more than the primary-key lookup itself.
+SESSION_ROW = select(sessions).where(sessions.c.id == bindparam("sid"))
+ALL_ITEMS = (
+    select(*ITEM_COLUMNS).where(items.c.session_id == bindparam("sid")).order_by(items.c.seq)
+)
+#: The active items, through the partial index on them.
+ACTIVE_ITEMS = (
+    select(*ITEM_COLUMNS)
+    .where(items.c.session_id == bindparam("sid"), items.c.fate.is_(None))
+    .order_by(items.c.seq)
+)
+
+
 def fetch_session_row(conn: Connection, session_id: str) -> Row[Any] | None:
     """The session's row within an open transaction (``None``: no such session)."""
-    return conn.execute(select(sessions).where(sessions.c.id == session_id)).first()
-
-
-def items_query(session_id: str, *, active_only: bool) -> Any:
-    """The session's items (or only the active ones, via the partial index), by seq."""
-    where = [items.c.session_id == session_id]
-    if active_only:
-        where.append(items.c.fate.is_(None))
-    return select(*ITEM_COLUMNS).where(*where).order_by(items.c.seq)
+    return conn.execute(SESSION_ROW, {"sid": session_id}).first()
 
 
 async def session_info(db: Database, session_id: str) -> SessionInfo:
@@ -168,7 +174,8 @@ async def session_infos(db: Database) -> list[SessionInfo]:
 
 def read_items(conn: Connection, session_id: str, *, active_only: bool) -> list[MemoryItem]:
     """The session's items (or only the active ones), by seq, within an open transaction."""
-    rows = conn.execute(items_query(session_id, active_only=active_only)).all()  # one fetchall
+    query = ACTIVE_ITEMS if active_only else ALL_ITEMS
+    rows = conn.execute(query, {"sid": session_id}).all()  # one fetchall
     return [row_to_item(row) for row in rows]
 
 

@@ -98,14 +98,15 @@ async def _assemble(
     snap = await sources.snapshot()
     hard = sources.limits.hard
     free = hard - min(hard, 0 if snap is None else snap.total_tokens)
-    query, text = terms, recall
-    if query is None and snap is not None:
-        text = recall_query(snap.items)
-        query = None if text is None else search_terms(text)
     recalls = terms is not None or sources.recall_budget is not None
     may_recall = recalls and (
         sources.scope is not None or (snap is not None and snap.compaction_count > 0)
     )
+    query, text = terms, recall
+    # The newest user message ranks the memories and the recall; without either, no query.
+    if query is None and snap is not None and (sources.ltm_scopes or may_recall):
+        text = recall_query(snap.items)
+        query = None if text is None else search_terms(text)
     memories = None
     # Without a fixed ltm_budget, recall is given its room before the entries that do not
     # match the query: a passage that matches says more about the question than an entry

@@ -196,7 +196,7 @@ class SessionMemory(Consolidating, SessionSearch):
             handle=self.handle,
         )
         result = await appends.append(
-            self._db, self.session_id, self.estimator.name, self.limits, new, self.scope
+            self._db, self.session_id, self.estimator.name, self.limits, [new], self.scope
         )
         await self._after_append(result)
         return result.item
@@ -240,7 +240,7 @@ class SessionMemory(Consolidating, SessionSearch):
         )  # fmt: skip
         if not news:
             return []
-        result = await appends.append_batch(
+        result = await appends.append(
             self._db, self.session_id, self.estimator.name, self.limits, news, self.scope
         )
         await self._after_append(result)

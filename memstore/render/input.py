@@ -27,7 +27,6 @@ can close the fence, start a line of its own or look like anything but a JSON st
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 import unicodedata
@@ -114,12 +113,23 @@ def message(role: str, content: str) -> dict[str, Any]:
 def item_message(item: MemoryItem) -> dict[str, Any]:
     """The input item of one item: its carried Responses item, or a labelled message."""
     if item.payload is not None:
-        return copy.deepcopy(dict(item.payload))
+        return {key: _copy_json(value) for key, value in item.payload.items()}
     role, label = _ROLE_BY_KIND[item.kind]
     content = item.content
     if label:
         content = label + neutralise_labels(content)
     return message(role, content)
+
+
+def _copy_json(value: Any) -> Any:
+    """A copy of a JSON value (a carried item's member, parsed from its stored text): only
+    objects and arrays are containers, so it needs none of ``copy.deepcopy``'s memo of
+    shared references, and costs about a third as much per item."""
+    if isinstance(value, dict):
+        return {key: _copy_json(member) for key, member in value.items()}
+    if isinstance(value, list):
+        return [_copy_json(member) for member in value]
+    return value
 
 
 def input_message(item: MemoryItem) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import os
 import pty
 import re
 import select
+import signal
 import sqlite3
 import subprocess
 import time
@@ -97,11 +98,18 @@ def run_in_terminal(
         os.execv(command[0], [*command, *args])
     out = b""
     deadline = time.monotonic() + 60
+    typed_at = None
     while time.monotonic() < deadline:
-        if keys is not None and after in out:
+        if (
+            keys is not None
+            and after in out
+            and (typed_at is None or time.monotonic() > typed_at + 5)
+        ):
+            # Typed once the prompt shows; again if the program, slow to start reading on a
+            # loaded machine, has not answered in 5 s (as a person would press it again).
             time.sleep(0.2)
             os.write(fd, keys)
-            keys = None
+            typed_at = time.monotonic()
         ready, _, _ = select.select([fd], [], [], 0.5)
         if ready:
             try:
@@ -111,7 +119,10 @@ def run_in_terminal(
             if not chunk:
                 break
             out += chunk
-    _, status = os.waitpid(pid, 0)
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done == 0:  # still running past the deadline: a hang, reported, not waited on
+        os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
     text = re.sub(r"\x1b\[[0-9;]*m", "", out.decode(errors="replace"))  # colours are not width
     return text.replace("\r\n", "\n"), os.waitstatus_to_exitcode(status)
 
