@@ -7,7 +7,7 @@ import pytest
 from sessions import summarize
 from talk import Talk, read, texts
 
-from memstore import MemoryKind, Priority
+from memstore import MemoryKind, OfflineExtractor, Priority
 from memstore.extraction.fact_list import (
     CONSTRAINT,
     DECISION,
@@ -317,3 +317,18 @@ def test_a_fact_read_back_from_a_summary_is_a_repeat_only_when_it_is_the_same() 
 def test_a_fact_never_holds_the_speaker_separator_as_a_word() -> None:
     fact = make_fact("User: Cities I like | Berlin | Paris", speaker="User")
     assert "|" not in fact.text.split() and fact.text == "User: Cities I like / Berlin / Paris"
+
+
+async def test_the_offline_extractor_proposes_every_statement_and_no_open_question() -> None:
+    items = Talk()
+    items.say("user", "Does the gym near Rua Nova open on Sundays?")
+    items.say("user", "I prefer swimming in the morning. My coach is called Lena.")
+    items.say("assistant", "Sure.")
+    extractor = OfflineExtractor()
+    proposed = await extractor(items.items)
+    assert [fact.text for fact in proposed] == [
+        "User: I prefer swimming in the morning.",
+        "User: My coach is called Lena.",
+    ]
+    assert await extractor(items.items, max_tokens=0, count_tokens=len) == proposed  # the same
+    assert extractor.name == "extractive"
