@@ -23,16 +23,13 @@ so no user text is ever parsed as query syntax. Every value is a bound parameter
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Sequence
-from dataclasses import fields
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import BindParameter, Connection, TextualSelect, bindparam, select, text
 
-from memstore.core.ltm_entries import LongTermEntry
 from memstore.core.search_terms import (
     SNIPPET_CLOSE,
     SNIPPET_ELLIPSIS,
@@ -46,7 +43,8 @@ from memstore.db import search_index
 from memstore.db.connection import SEARCH_TEXT_FUNCTION
 from memstore.db.engine import Database
 from memstore.db.fork import unique_hits
-from memstore.db.reads import ITEM_COLUMNS, row_to_item
+from memstore.db.reads import ITEM_COLUMNS
+from memstore.db.search_hits import entry_hit, item_hit, summary_hit
 from memstore.db.tables import JSONDocument, UTCDateTime, items
 from memstore.db.tables import sessions as session_rows
 
@@ -313,14 +311,14 @@ def _ranked_rows(
     hits: list[SearchHit] = []
     if scope.sessions != ():
         items_sql = _statement(_items_sql(dialect, scope), scope, _ITEM_TYPES)
-        hits += [_item_hit(row) for row in conn.execute(items_sql, params)]
+        hits += [item_hit(row) for row in conn.execute(items_sql, params)]
         if dialect == "sqlite":
             hits += _tail_hits(conn, scope, params)
         summaries_sql = _statement(_summaries_sql(dialect, scope), scope, {})
-        hits += [_summary_hit(row) for row in conn.execute(summaries_sql, params)]
+        hits += [summary_hit(row) for row in conn.execute(summaries_sql, params)]
     if scope.scopes != ():
         entries_sql = _statement(_entries_sql(dialect, scope), scope, _ENTRY_TYPES)
-        hits += [_entry_hit(row) for row in conn.execute(entries_sql, params)]
+        hits += [entry_hit(row) for row in conn.execute(entries_sql, params)]
     hits.sort(key=lambda hit: -hit.score)  # stable: each source's own order breaks ties
     return [
         dataclasses.replace(hit, snippet=readable_snippet(hit.snippet, hit.text, terms))
@@ -338,7 +336,7 @@ def _tail_hits(conn: Connection, scope: SearchScope, params: dict[str, Any]) -> 
         if not search_index.scan_tail(conn, TOKENIZER, sessions, not scope.include_active):
             return []
         sql = _items_sql("sqlite", scope, search_index.TAIL_TABLE)
-        return [_item_hit(row) for row in conn.execute(_statement(sql, scope, _ITEM_TYPES), params)]
+        return [item_hit(row) for row in conn.execute(_statement(sql, scope, _ITEM_TYPES), params)]
     finally:
         search_index.drop_tail(conn)
 
@@ -380,7 +378,7 @@ def passage_rows(
             items.c.session_id == session_id, items.c.seq.in_(wanted), items.c.fate.is_not(None)
         )
         for row in conn.execute(query):
-            reply = _item_hit(row, score=0.0, snippet="")
+            reply = item_hit(row, score=0.0, snippet="")
             replies[reply.seq or 0] = reply
     return [
         (hit,) if hit.seq is None or hit.seq + 1 not in replies else (hit, replies[hit.seq + 1])
@@ -406,46 +404,3 @@ async def passages(
             semantic=semantic,
         )
     )  # fmt: skip
-
-
-def _item_hit(row: Any, score: float | None = None, snippet: str | None = None) -> SearchHit:
-    item = row_to_item(row[: len(ITEM_COLUMNS)])
-    return SearchHit(
-        source="item",
-        text=item.content,
-        score=float(row.score) if score is None else score,
-        snippet=row.snippet if snippet is None else snippet,
-        session_id=item.session_id,
-        seq=item.seq,
-        fate=None if item.fate is None else item.fate.value,
-        compaction=item.removed_by,
-        version=item.version,
-        item=item,
-    )
-
-
-def _summary_hit(row: Any) -> SearchHit:
-    return SearchHit(
-        source="summary",
-        text=row.content,
-        score=float(row.score),
-        snippet=row.snippet,
-        session_id=row.session_id,
-        fate=row.fate,
-        compaction=row.compaction_number,
-        version=row.created_version,
-    )
-
-
-def _entry_hit(row: Any) -> SearchHit:
-    entry = LongTermEntry(
-        **{field.name: row._mapping[field.name] for field in fields(LongTermEntry)}
-    )
-    value = json.dumps(entry.value, ensure_ascii=False)
-    return SearchHit(
-        source="ltm",
-        text=f"{entry.key}: {value}",
-        score=float(row.score),
-        snippet=row.snippet,
-        entry=entry,
-    )

@@ -56,7 +56,7 @@ from memstore.extraction.fact_list import (
     FactList,
     make_fact,
 )
-from memstore.extraction.facts import ROLE_SPEAKERS, SPEAKER
+from memstore.extraction.speakers import ROLE_SPEAKERS, SPEAKER
 
 OBJECTIVE = "Current objective"
 #: The day in force when date lines set the days, and when the items' timestamps did.

@@ -28,8 +28,6 @@ consolidation reads them too.
 
 from __future__ import annotations
 
-import re
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -57,6 +55,7 @@ from memstore.extraction.fact_list import (
     FactList,
     make_fact,
 )
+from memstore.extraction.speakers import ROLE_SPEAKERS, SPEAKER, transcript_speakers
 from memstore.extraction.specifics import specific_phrases, specifics
 from memstore.extraction.statements import (
     MIN_ANSWER_SCORE,
@@ -75,14 +74,6 @@ from memstore.extraction.statements import (
 #: The objective holds at most this many words of the request: what is asked, not its
 #: whole turn.
 MAX_OBJECTIVE_WORDS = 20
-#: A ``Name:`` opening at least this many of a fold's messages is a transcript's speaker
-#: (a name said once or twice at a line's start is a label: ``Error:``, ``Note:``).
-MIN_TRANSCRIPT_TURNS = 3
-
-#: Who said it, when no transcript names the speaker.
-ROLE_SPEAKERS = {"user": "User", "assistant": "Assistant", "developer": "Developer", "tool": "Tool"}
-#: A text that opens with a name and a colon (up to three capitalised words).
-SPEAKER = re.compile(r"^([^\W\d_][\w.'-]*(?: [^\W\d_][\w.'-]*){0,2}):\s+(?=\S)")
 _OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
 _CALL_TYPES = ("function_call", "custom_tool_call")
 
@@ -107,19 +98,6 @@ class Extraction:
     said_on: str | None = None
     marked: bool = False
     spans_days: bool = False
-
-
-def transcript_speakers(items: Iterable[MemoryItem], known: Iterable[str] = ()) -> set[str]:
-    """The names that open enough of the messages to be a transcript's speakers
-    (:data:`MIN_TRANSCRIPT_TURNS`), and those a previous summary named that open any."""
-    openers: Counter[str] = Counter()
-    for item in items:
-        if item.kind in (MemoryKind.USER_MESSAGE, MemoryKind.ASSISTANT_MESSAGE):
-            match = SPEAKER.match(item.content)
-            if match:
-                openers[match[1]] += 1
-    already = set(known)
-    return {n for n, c in openers.items() if c >= MIN_TRANSCRIPT_TURNS or n in already}
 
 
 @dataclass

@@ -22,11 +22,11 @@ from typing import Any
 from memstore.extraction.actions import MENTIONED, asked_line, label_values, parse_action
 from memstore.extraction.digest import SAID_SEPARATOR, Digest, parse_summary, speaker_of
 from memstore.extraction.fact_list import FACT, KIND_WEIGHT, STATED_WEIGHT, Fact, make_fact
-from memstore.extraction.facts import ROLE_SPEAKERS
+from memstore.extraction.speakers import ROLE_SPEAKERS
 from memstore.extraction.specifics import is_exact, specific_phrases
 from memstore.extraction.statements import (
-    SCORE_SHARE,
     NAME_WORTH,
+    SCORE_SHARE,
     Candidate,
     coverage_order,
     new_words,

@@ -1,12 +1,16 @@
 """Who said a fact: the item's role, or a transcript's name when that name opens enough of
-the session's messages (:func:`memstore.extraction.facts.transcript_speakers`)."""
+the session's messages (:func:`memstore.extraction.speakers.transcript_speakers`)."""
 
 from __future__ import annotations
 
 import pytest
 from talk import Talk, read
 
-from memstore.extraction.facts import MIN_TRANSCRIPT_TURNS, ROLE_SPEAKERS, transcript_speakers
+from memstore.extraction.speakers import (
+    MIN_TRANSCRIPT_TURNS,
+    ROLE_SPEAKERS,
+    transcript_speakers,
+)
 
 
 def test_a_facts_speaker_is_its_items_role() -> None:
