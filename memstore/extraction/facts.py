@@ -205,8 +205,10 @@ class _Reader:
         if not label and self.last_question is not None and self.last_question.subject:
             subject = self.last_question.subject
             label = subject[:1].upper() + subject[1:] + ":"
-        # A value the call's own arguments say (``cd(workspace): workspace``) is said once.
+        # A value the call's own arguments say (``cd(workspace): workspace``) is said once;
+        # the exchange said it all the same (a reply repeating it restates the result).
         said = {value.casefold() for value in label_values(label)}
+        self.results |= {unit for value in said for unit in word_units(value)}
         values = [value for value in result_values(item.content) if value.casefold() not in said]
         if not values and not label.endswith(")"):
             return
@@ -406,8 +408,10 @@ class _Reader:
             objective = best_of(sentences(self.request), MAX_OBJECTIVE_WORDS)
         elif answered:
             objective = None
+        # A user turn's facts are read once what followed it is known: in the order said.
+        facts = sorted(self.facts.facts, key=lambda fact: min(fact.seqs, default=0))
         return Extraction(
-            tuple(self.facts.facts),
+            tuple(facts),
             tuple(self.open),
             objective,
             said_on(self.calendar.day),

@@ -16,12 +16,16 @@ every language it claims, and tested in each:
   ``不要`` sets a rule; ``obligation``: ``must``, ``нельзя``, ``必须`` anywhere does too;
 * ``decision``: ``let's go with``, ``решили``, ``决定``: a choice made;
 * ``request``: ``please``, ``can you``, ``пожалуйста``, ``请``: an instruction;
-* ``relative_day``: ``yesterday`` and its kind, with their offset in days;
+* ``relative_day``: ``yesterday`` and its kind, with their offset in days (``mañana`` and
+  ``morgen`` after an article or ``esta``/``heute`` are a morning, not tomorrow);
 * ``question_end``: particles that end a question without a question mark (``吗``).
 
 Languages: English, Russian, Chinese, Japanese, Spanish, German, French. All lists are read
 at once, whatever the text's language (a conversation may mix them); spaced languages match
-whole words, Chinese and Japanese match inside a run (they have no spaces to match at).
+whole words, Chinese and Japanese match inside a run (they have no spaces to match at). A
+cue written with a leading ``^`` (``^请``) counts only where a word may start, not after a
+letter: one character inside a run is often part of a longer word (``申请`` is
+"application", ``邀请`` "invitation", not ``请`` "please").
 
 Pure: no I/O.
 """
@@ -180,7 +184,7 @@ CUES: Mapping[str, Mapping[str, str]] = {
     "request": {
         "en": "please|can you|could you|would you|will you|i need you to|help me|let's",
         "ru": "пожалуйста|можешь|можете|помоги|помогите|давай|давайте|нужно",
-        "zh": "请|帮我|能不能|可以帮|麻烦你|麻烦",
+        "zh": "^请|帮我|能不能|可以帮|麻烦你|麻烦",
         "ja": "ください|お願い|してくれ|してほしい",
         "es": "por favor|puedes|podrías|ayúdame|necesito que",
         "de": "bitte|kannst du|könnten sie|können sie|hilf mir",
@@ -203,6 +207,15 @@ RELATIVE_DAYS: Mapping[str, Mapping[str, int]] = {
     "fr": {"aujourd'hui": 0, "hier": -1, "avant-hier": -2, "demain": 1, "après-demain": 2},
 }
 
+#: Marks a cue that counts only where a word may start (module docstring).
+WORD_START = "^"
+#: Words after which a relative day is a time of day, not a day: Spanish ``mañana`` and
+#: German ``morgen`` are also "morning" (``esta mañana``, ``por la mañana``, ``guten Morgen``,
+#: ``heute Morgen``).
+NOT_A_DAY_AFTER: Mapping[str, frozenset[str]] = {
+    "mañana": frozenset({"la", "esta", "una", "cada", "toda", "media"}),
+    "morgen": frozenset({"guten", "am", "heute", "jeden", "den", "einen", "diesen", "gestern"}),
+}
 _APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "`": "'"})
 
 
@@ -223,6 +236,7 @@ def _pattern(category: str, anchored: bool) -> re.Pattern[str]:
     (``anchored``: only at the start, past a few lead words)."""
     parts = []
     for phrase in phrases(category):
+        phrase = phrase.removeprefix(WORD_START)
         body = r"\s+".join(re.escape(word) for word in phrase.split())
         parts.append(body if has_unspaced(phrase) else rf"(?<![\w']){body}(?![\w])")
     alternation = "|".join(parts)
@@ -238,17 +252,26 @@ _LEAD = r"(?:also|please|now|then|so|and|but|just|ok|okay|и|а|но|также|
 @functools.cache
 def _parts(category: str) -> tuple[frozenset[str], re.Pattern[str] | None, tuple[str, ...]]:
     """A category's cues split for a quick look: single words (a set lookup), phrases of
-    several words or with an apostrophe (one expression), and the unspaced ones (substrings)."""
+    several words or with an apostrophe and cues bound to a word's start (one expression),
+    and the unspaced ones (substrings)."""
     single, phrased, unspaced = set(), [], []
     for phrase in phrases(category):
-        if has_unspaced(phrase):
+        if phrase.startswith(WORD_START):
+            phrased.append(phrase)
+        elif has_unspaced(phrase):
             unspaced.append(phrase)
         elif " " in phrase or "'" in phrase or "-" in phrase:
             phrased.append(phrase)
         else:
             single.add(phrase)
-    body = "|".join(r"\s+".join(re.escape(w) for w in p.split()) for p in phrased)
-    pattern = re.compile(rf"(?<![\w'])(?:{body})(?![\w])") if body else None
+    alternatives = [
+        rf"(?<!\w){re.escape(p[1:])}"
+        if p[0] == WORD_START
+        else r"(?<![\w'])" + r"\s+".join(re.escape(w) for w in p.split()) + r"(?![\w])"
+        for p in phrased
+    ]
+    body = "|".join(alternatives)
+    pattern = re.compile(body) if body else None
     return frozenset(single), pattern, tuple(unspaced)
 
 
@@ -275,7 +298,7 @@ def opens_with(category: str, text: str) -> bool:
 @functools.cache
 def word_set(category: str) -> frozenset[str]:
     """The single-word cues of ``category`` (all languages), folded."""
-    return frozenset(p for p in phrases(category) if " " not in p)
+    return frozenset(p.removeprefix(WORD_START) for p in phrases(category) if " " not in p)
 
 
 @functools.cache
@@ -308,4 +331,11 @@ def _relative_days() -> tuple[re.Pattern[str], dict[str, int]]:
 def relative_days(text: str) -> tuple[tuple[int, int, int], ...]:
     """Each relative-day word in ``text``: (start, end, offset in days)."""
     pattern, offsets = _relative_days()
-    return tuple((m.start(), m.end(), offsets[folded(m[0])]) for m in pattern.finditer(text))
+    found = []
+    for match in pattern.finditer(text):
+        word = folded(match[0])
+        before = text[: match.start()].split()
+        if before and folded(before[-1]) in NOT_A_DAY_AFTER.get(word, ()):
+            continue  # a time of day (NOT_A_DAY_AFTER)
+        found.append((match.start(), match.end(), offsets[word]))
+    return tuple(found)

@@ -163,16 +163,20 @@ class _PlainSummarizer:
         return await self.wrapped(previous_summary, items)
 
 
-class _PlainExtractor:
-    """An application's ``(items)`` extractor, called without the budget."""
+class _NamedExtractor:
+    """An application's extractor given the protocol's ``name``; called with the budget
+    when it declares it, else with the items alone."""
 
-    def __init__(self, wrapped: Callable[[Sequence[MemoryItem]], Awaitable[Sequence[FactLike]]]):
+    def __init__(self, wrapped: Callable[..., Awaitable[Sequence[FactLike]]]):
         self.wrapped = wrapped
         self.name = str(getattr(wrapped, "name", "") or summarizer_name(wrapped))
+        self.budgeted = _declares_budget(wrapped)
 
     async def __call__(
         self, items: Sequence[MemoryItem], *, max_tokens: int, count_tokens: CountTokens
     ) -> Sequence[FactLike]:
+        if self.budgeted:
+            return await self.wrapped(items, max_tokens=max_tokens, count_tokens=count_tokens)
         return await self.wrapped(items)
 
 
@@ -185,8 +189,9 @@ def as_summarizer(summarizer: Callable[..., Awaitable[str]]) -> Summarizer:
 
 
 def as_extractor(extractor: Callable[..., Awaitable[Sequence[FactLike]]]) -> Extractor:
-    """``extractor`` as the protocol: itself when it takes the budget arguments, else
-    adapted to ignore them."""
+    """``extractor`` as the protocol: itself when it takes the budget arguments and has a
+    ``name``, else adapted (named after its function, the budget passed on only when it
+    declares it)."""
     if _declares_budget(extractor) and isinstance(getattr(extractor, "name", None), str):
         return extractor  # type: ignore[return-value]
-    return _PlainExtractor(extractor)
+    return _NamedExtractor(extractor)

@@ -11,8 +11,10 @@ what it looks like, never by a list of topics:
 * **code and addresses**: ``snake_case``, ``camelCase`` and ``dotted.names``, paths,
   ``module::test`` ids, e-mail addresses and URLs;
 * **names**: in scripts with capitals (Latin, Cyrillic, Greek), a capitalised word that does
-  not open its sentence (``Lisbon``, ``Казани``), and a word in capitals (``DHL``); Chinese and
-  Japanese have no capitals, so a name is what follows a naming cue (``叫小雨``: "is called").
+  not open its sentence (``Lisbon``, ``Казани``), and a word in capitals (``DHL``); a
+  capitalised word beside a number is part of it (``8 May 2023``). Chinese and Japanese
+  have no capitals, so a name is what a naming cue introduces (``叫小雨``: "is called",
+  ``田中と申します``: "I am Tanaka").
 
 Pure: no I/O.
 """
@@ -41,7 +43,11 @@ _ADDRESS = re.compile(
 _HANDLE = re.compile(r"(?<![\w@#])[@#][^\W_][\w.-]*[^\W_]|(?<![\w@#])[@#][^\W_]")
 _CODE = re.compile(r"^[A-Za-z_]\w*_\w+$|^[a-z]+[A-Z]\w*$|^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
 #: "Is called" in Chinese and Japanese, then the name (up to three characters: a given name).
-_NAMED = re.compile(r"(?:名叫|叫做|叫|名字是|と申します)([\u4e00-\u9fff\u3040-\u30ff]{1,3})")
+#: Japanese ``と申します`` ("I am called") follows the name: its kanji or katakana before it.
+_NAMED = re.compile(
+    r"(?:名叫|叫做|叫|名字是)([\u4e00-\u9fff\u3040-\u30ff]{1,3})"
+    r"|([\u4e00-\u9fff\u30a0-\u30ff]{1,4})(?:と申します|といいます)"
+)
 _SENTENCE_START = re.compile(r"(?:^|[.!?。！？]\s*|\n\s*|:\s+)$")
 
 
@@ -72,7 +78,8 @@ def _spans(text: str) -> list[tuple[int, int]]:
     for match in _ADDRESS.finditer(text):
         whole.append((match.start(), match.start() + len(match[0].rstrip(".,;:)"))))
     for match in _NAMED.finditer(text):
-        whole.append((match.start(1), match.end(1)))
+        group = 1 if match[1] else 2
+        whole.append((match.start(group), match.end(group)))
     for match in _HANDLE.finditer(text):
         whole.append((match.start(), match.end()))
     not_names = word_set("first_person") | word_set("function") | word_set("chatter")
@@ -83,6 +90,7 @@ def _spans(text: str) -> list[tuple[int, int]]:
             has_digit(token)
             or _CODE.match(token)
             or _is_name(token, text, match.start(), not_names)
+            or _in_a_date(token, text, match.start(), tokens)
         ):
             start = match.start()
             if tokens and text[tokens[-1][1] : start] == " ":
@@ -128,6 +136,19 @@ def _is_name(token: str, text: str, start: int, not_names: frozenset[str]) -> bo
     if token.casefold() in not_names:
         return False
     return _SENTENCE_START.search(text[:start]) is None
+
+
+def _in_a_date(token: str, text: str, start: int, before: list[tuple[int, int]]) -> bool:
+    """A capitalised word beside a number inside its sentence is part of it, whatever else
+    it may be (``8 May 2023``, ``May 8``: a month, not the verb)."""
+    if not token[0].isupper() or _SENTENCE_START.search(text[:start]) is not None:
+        return False
+    after_number = (
+        bool(before)
+        and before[-1][1] == start - 1
+        and has_digit(text[before[-1][0] : before[-1][1]])
+    )
+    return after_number or re.match(r" \d", text[start + len(token) :]) is not None
 
 
 def specific_units(text: str) -> frozenset[str]:
