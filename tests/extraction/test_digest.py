@@ -75,9 +75,9 @@ def test_one_speakers_lines_share_one_line_per_section_and_read_back_apart() -> 
     items.say("user", "The movers from Rapido come on Friday at 8 with 2 vans.")
     text = summarize(items.items)
     assert text.splitlines()[1:3] == [
-        "- Assistant: The Rua Augusta building was renovated in 2019 by Atelier Sol.",
         "- User: I signed the lease for the flat on Rua Augusta for 950 euros. | The movers "
         "from Rapido come on Friday at 8 with 2 vans.",
+        "- Assistant: The Rua Augusta building was renovated in 2019 by Atelier Sol.",
     ]
     facts = parse_summary(text).facts.facts
     assert sorted(fact.text for fact in facts) == [

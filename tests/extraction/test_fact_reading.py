@@ -30,7 +30,7 @@ def test_a_task_turn_keeps_what_its_calls_did_not_return_as_asked() -> None:
         {"restaurant": "Casa Lima", "booking_id": "BK-2201", "status": "confirmed"},
     )
     found = read(items)
-    call, asked = found.facts
+    asked, call = found.facts  # oldest first: what the user asked, then the call
     assert call.text == "book_table(Casa Lima, 4): BK-2201, confirmed"
     assert asked.speaker == "User asked" and asked.text.startswith("User asked: ")
     assert "12 April at 19:30" in asked.values and "Ortega" in asked.values
