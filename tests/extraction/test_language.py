@@ -244,6 +244,12 @@ def test_a_rule_may_open_after_a_lead_word_and_an_obligation_binds_others() -> N
     assert not is_request("Please never log full card numbers.")  # a rule, not a task
 
 
+def test_a_rule_after_a_lines_label_is_still_a_rule() -> None:
+    # A numbered note or a transcript's step ("Turn 3: never ...") opens with its label.
+    assert is_constraint("Turn 3: never deploy the billing service on Fridays.")
+    assert is_constraint("Step 2: always tag the release before the rollout.")
+
+
 def test_a_request_says_enough_to_be_a_task() -> None:
     assert not is_request("Please, thanks.")
     assert not is_request("Can you?")
