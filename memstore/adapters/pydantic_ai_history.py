@@ -157,8 +157,8 @@ class MemstoreHistory:
             room = summary_room(draft.budget, draft.remaining, draft.candidates)
             try:
                 call = self.summarizer(
-                    snapshot.summary,
-                    draft.candidates,
+                    snapshot.fold_from,
+                    snapshot.fold_items(draft.candidates),
                     max_tokens=room,
                     count_tokens=self.estimator.count,
                 )

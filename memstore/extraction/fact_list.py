@@ -91,9 +91,10 @@ def make_fact(
 ) -> Fact:
     """A :class:`Fact` with its text on one line and its weight computed (a ``|`` standing
     alone, which a summary puts between one speaker's facts, becomes ``/``). Statements are
-    clipped to :data:`MAX_FACT_WORDS`; an action's line is cut by values, never by words."""
+    clipped to :data:`MAX_FACT_WORDS`; a line of values (an action's, an ask's) is cut by
+    values where it is made, never by words."""
     words = ["/" if word == "|" else word for word in text.split()]
-    if speaker and len(words) > MAX_FACT_WORDS:
+    if speaker and not values and len(words) > MAX_FACT_WORDS:
         words = [*words[:MAX_FACT_WORDS], "..."]
     line = " ".join(words)
     weight = line_weight(line, kind, stated)

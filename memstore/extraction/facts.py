@@ -36,6 +36,7 @@ from memstore.core.values import MemoryItem, MemoryKind, Priority
 from memstore.core.words import word_units
 from memstore.extraction.actions import (
     ASKED,
+    MENTIONED,
     VALUE_SEPARATOR,
     action_line,
     asked_line,
@@ -285,9 +286,11 @@ class _Reader:
 
     def _flush(self) -> None:
         """The newest user turn's facts, now that what followed it is known. A turn that led
-        to calls was a task: what it stated with a cue stays a fact, and the specifics the
-        calls did not repeat are kept as what was asked (the calls' lines say the rest); it
-        is no longer the objective. Any other turn's statements are facts as said."""
+        to calls was a task: what it stated with a cue stays a fact, and it is no longer the
+        objective. Any other turn's statements are facts as said. The specifics of what no
+        fact keeps (a task's or a request's words, a question's, a statement that says too
+        little) are kept as what the user asked for or mentioned, those the calls' lines
+        and this exchange's results do not already say."""
         turn, self.pending = self.pending, None
         if turn is None:
             return
@@ -297,38 +300,48 @@ class _Reader:
             self.request = None  # done: its calls followed
         else:
             stated = turn.statements
-        self._statements(turn.item, turn.speaker, True, stated)
-        # What the rest asked for (a task's words, a question's, a request's), value by value:
-        # the calls' lines and the answers say the rest.
-        done = self.results
-        asked = [
-            found
+        kept = self._statements(turn.item, turn.speaker, True, stated)
+        rest = [  # a question's values are its open question's, or its answer's subject
+            sentence
             for sentence in turn.said
-            if pin_days(sentence, turn.day) not in stated and not is_chatter(sentence)
-            for found in specific_phrases(sentence)
-            if not set(word_units(found)) <= done
+            if pin_days(sentence, turn.day) not in kept
+            and not is_chatter(sentence)
+            and not is_question(sentence)
         ]
-        if asked and turn.acted and not self.every_statement:
-            values = tuple(dict.fromkeys(asked))
+        done = self.results
+        values = tuple(
+            dict.fromkeys(
+                found
+                for sentence in rest
+                for found in specific_phrases(sentence)
+                if not set(word_units(found)) <= done
+            )
+        )
+        asking = turn.acted or any(is_request(s) for s in rest)
+        verb = ASKED if asking else MENTIONED
+        for part in chunks(values) if not self.every_statement else []:
             self.facts.add(
                 make_fact(
-                    asked_line(turn.speaker, values),
+                    asked_line(turn.speaker, part, verb),
                     subject=turn.speaker,
                     seqs=(turn.item.seq,),
                     said_on=self.said_on,
-                    speaker=f"{turn.speaker} {ASKED}",
-                    values=values,
+                    speaker=f"{turn.speaker} {verb}",
+                    values=tuple(part),
                 )
             )
         self.day = day
 
     def _statements(
         self, item: MemoryItem, speaker: str, from_user: bool, statements: list[str]
-    ) -> None:
+    ) -> set[str]:
+        """Add the facts ``statements`` make; the sentences they hold whole."""
         kept: list[tuple[str, str]] = []  # (sentence, what it states)
+        constraints: set[str] = set()
         for sentence in statements:
             cue = statement_cue(sentence) if from_user else ""
             if from_user and is_constraint(sentence):
+                constraints.add(sentence)
                 self.facts.add(
                     make_fact(
                         sentence,
@@ -344,12 +357,15 @@ class _Reader:
                 kept.append((sentence, cue or ("user" if from_user else "")))
         # Each its own fact when every one is to become an entry; else one line a turn.
         groups = [[pair] for pair in kept] if self.every_statement else [kept] if kept else []
+        written = set(constraints)
         for group in groups:
             said = [sentence for sentence, _ in group]
             stated = next((cue for _, cue in group if cue and cue != "user"), group[0][1])
+            text = best_of(said) if len(said) > 1 else said[0]
+            written.update(sentence for sentence in said if sentence in text)
             self.facts.add(
                 make_fact(
-                    f"{speaker}: {best_of(said) if len(said) > 1 else said[0]}",
+                    f"{speaker}: {text}",
                     subject=speaker,
                     seqs=(item.seq,),
                     said_on=self.said_on,
@@ -357,6 +373,7 @@ class _Reader:
                     speaker=speaker,
                 )
             )
+        return written
 
     def _worth_keeping(self, sentence: str, from_user: bool, cue: str) -> bool:
         """A statement worth a fact: it says enough, or the user stated something with a cue

@@ -19,7 +19,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memstore.extraction.actions import MENTIONED, asked_line, label_values, parse_action
+from memstore.extraction.actions import (
+    MAX_LINE_VALUES,
+    MENTIONED,
+    asked_line,
+    label_values,
+    parse_action,
+)
 from memstore.extraction.digest import SAID_SEPARATOR, Digest, parse_summary, speaker_of
 from memstore.extraction.fact_list import FACT, KIND_WEIGHT, STATED_WEIGHT, Fact, make_fact
 from memstore.extraction.speakers import ROLE_SPEAKERS
@@ -246,10 +252,10 @@ LINKED_WORTH = 0.01
 def _gist(fact: Fact) -> Fact | None:
     """A statement's short form: its specifics, when the statement has any and says more
     (``User mentioned: 14:05, B32``), for a summary with room for them but not for it."""
-    if fact.kind != FACT or not fact.speaker or fact.values or fact.stated:
+    if fact.kind != FACT or not fact.speaker or fact.values or fact.stated not in ("", "user"):
         return None
     said = fact.text[len(fact.speaker) + 2 :] if fact.text.startswith(fact.speaker) else fact.text
-    found = specific_phrases(said)
+    found = specific_phrases(said)[:MAX_LINE_VALUES]
     if not found or len(found) >= len(said.split()):
         return None
     line = asked_line(fact.speaker, found, MENTIONED)
