@@ -216,9 +216,12 @@ class _Reader:
         for part in chunks(values) or [[]]:
             if label.endswith(")"):
                 text = action_line(label, part)
-            else:
+            else:  # an output that opens with its subject is not labelled twice
                 listed = VALUE_SEPARATOR.join(part)
-                text = f"{label} {listed}" if label else listed
+                if label and listed.casefold().startswith(label.rstrip(":").casefold()):
+                    text = label[:1] + listed[1:]
+                else:
+                    text = f"{label} {listed}" if label else listed
             self.results |= {unit for value in part for unit in word_units(value)}
             self.facts.add(
                 make_fact(
@@ -243,8 +246,9 @@ class _Reader:
 
     def _message(self, item: MemoryItem) -> None:
         from_user = item.kind is MemoryKind.USER_MESSAGE
-        if from_user:
-            self._flush()
+        # A reply comes after the turn's calls and results: the turn is read by then, so its
+        # own words come before any restatement of them.
+        self._flush()
         speaker, body = self._speaker(item)
         said = [s for s in (tidy(s) for s in sentences(body)) if s]
         questions = [s for s in said if is_question(s) and not is_chatter(s)]
@@ -284,7 +288,7 @@ class _Reader:
             if from_user:
                 self.last_question = asked
 
-    def _flush(self) -> None:
+    def _flush(self, last: bool = False) -> None:
         """The newest user turn's facts, now that what followed it is known. A turn that led
         to calls was a task: what it stated with a cue stays a fact, and it is no longer the
         objective. Any other turn's statements are facts as said. The specifics of what no
@@ -301,12 +305,14 @@ class _Reader:
         else:
             stated = turn.statements
         kept = self._statements(turn.item, turn.speaker, True, stated)
+        objective = last and not turn.acted  # the last request is the objective: it says it
         rest = [  # a question's values are its open question's, or its answer's subject
             sentence
             for sentence in turn.said
             if pin_days(sentence, turn.day) not in kept
             and not is_chatter(sentence)
             and not is_question(sentence)
+            and not (objective and is_request(sentence))
         ]
         done = self.results
         values = tuple(
@@ -314,7 +320,7 @@ class _Reader:
                 found
                 for sentence in rest
                 for found in specific_phrases(sentence)
-                if not set(word_units(found)) <= done
+                if not _units_of_specifics(found) <= done
             )
         )
         asking = turn.acted or any(is_request(s) for s in rest)
@@ -416,7 +422,7 @@ class _Reader:
         )  # fmt: skip
 
     def finish(self, objective: str | None) -> Extraction:
-        self._flush()
+        self._flush(last=True)
         waiting = [q for q in self.asked if not q.answered and q.from_user]
         answered = self.carried is not None and self.carried.answered
         if waiting:  # the last question: what the user wants to know
@@ -467,3 +473,9 @@ def extract(
 def extract_facts(items: Sequence[MemoryItem]) -> list[Fact]:
     """The facts, decisions and constraints ``items`` established, oldest first, each once."""
     return list(extract(items).facts)
+
+
+def _units_of_specifics(phrase: str) -> set[str]:
+    """The units of a phrase's specifics (``is order 1000``: ``1000``), else of its words:
+    what says the phrase was already said."""
+    return {u for found in specifics(phrase) for u in word_units(found)} or set(word_units(phrase))

@@ -241,10 +241,13 @@ def _pattern(category: str, anchored: bool) -> re.Pattern[str]:
         parts.append(body if has_unspaced(phrase) else rf"(?<![\w']){body}(?![\w])")
     alternation = "|".join(parts)
     if anchored:
-        return re.compile(rf"^(?:{_LEAD}\s*)*(?:{alternation})")
+        return re.compile(rf"^(?:{_LABEL})?(?:{_LEAD}\s*)*(?:{alternation})")
     return re.compile(alternation)
 
 
+#: A line's label before its sentence (``Turn 3:``, ``Step 2:``, ``Note:``): up to three
+#: words and a colon.
+_LABEL = r"[^\W_][\w'.-]*(?: [\w'.-]+){0,2}:\s+"
 #: Words that may come before a sentence's real opening (``also``, ``и``, ``但是``).
 _LEAD = r"(?:also|please|now|then|so|and|but|just|ok|okay|и|а|но|также|пожалуйста|也|但是|还有|请|también|por favor|bitte|auch|aussi|s'il te plaît)[\s,]"  # noqa: E501
 
@@ -291,7 +294,8 @@ def has_cue(category: str, text: str) -> bool:
 
 
 def opens_with(category: str, text: str) -> bool:
-    """Whether ``text`` opens with a cue of ``category`` (past lead words)."""
+    """Whether ``text`` opens with a cue of ``category`` (past a line's label and lead
+    words: ``Step 2: always ...``, ``and never ...``)."""
     return _pattern(category, True).search(folded(text).strip()) is not None
 
 

@@ -17,7 +17,7 @@ from memstore.core.values import MemoryItem
 from memstore.extraction.digest import Digest, parse_summary
 from memstore.extraction.facts import extract
 from memstore.extraction.protocols import CountTokens, SummaryText
-from memstore.extraction.summary_fit import best_line_head, fit_summary
+from memstore.extraction.summary_fit import fit_summary
 
 #: A summary of its own that is not asked for a budget: room for ~25 facts while a
 #: 900-token target keeps more than half of itself for the recent items.
@@ -81,22 +81,7 @@ class ExtractiveSummarizer:
                 summarizer's own ``max_tokens`` when it has one).
             count_tokens: How that room is counted (default: the summarizer's estimator).
         """
-        digest = parse_summary(previous_summary)
-        found = extract(
-            items,
-            said_on=digest.said_on or _newest_day(digest),
-            marked=digest.marked,
-            objective=digest.objective,
-            speakers=digest.speakers,
-        )
-        for fact in found.facts:
-            digest.facts.add(fact)
-        known = {q.text.lower() for q in digest.questions}
-        digest.questions += [q for q in found.open_questions if q.text.lower() not in known]
-        digest.objective = found.objective
-        digest.said_on = found.said_on
-        digest.marked = found.marked
-        digest.spans_days = digest.spans_days or found.spans_days
+        digest = _fold(previous_summary, items)
         if not (digest.facts.facts or digest.questions or digest.objective or digest.other):
             return SummaryText.nothing()  # nothing worth keeping: an answer, not a failure
         budget = self.max_tokens if max_tokens is None else max_tokens
@@ -104,13 +89,30 @@ class ExtractiveSummarizer:
             budget = min(budget if budget is not None else self.max_tokens, self.max_tokens)
         room = DEFAULT_MAX_TOKENS if budget is None else budget
         count = count_tokens or self.estimator.count
-        text = fit_summary(digest, room, count)
-        if text:
-            return text
-        # Not one whole line fits: the most telling line's head does, or the room is too
-        # small to say anything (no summary then, and no failure: phase 3 bounds memory).
-        head = best_line_head(digest, room, count)
-        return head if head else SummaryText.nothing()
+        # Not one whole line fits: the worthiest line's head does (fit_summary), or the room
+        # is too small to say anything (no summary then, and no failure: phase 3 bounds it).
+        return fit_summary(digest, room, count) or SummaryText.nothing()
+
+
+def _fold(previous_summary: str | None, items: Sequence[MemoryItem]) -> Digest:
+    """The previous summary read back, with what ``items`` establish added to it."""
+    digest = parse_summary(previous_summary)
+    found = extract(
+        items,
+        said_on=digest.said_on or _newest_day(digest),
+        marked=digest.marked,
+        objective=digest.objective,
+        speakers=digest.speakers,
+    )
+    for fact in found.facts:
+        digest.facts.add(fact)
+    known = {q.text.lower() for q in digest.questions}
+    digest.questions += [q for q in found.open_questions if q.text.lower() not in known]
+    digest.objective = found.objective
+    digest.said_on = found.said_on
+    digest.marked = found.marked
+    digest.spans_days = digest.spans_days or found.spans_days
+    return digest
 
 
 def _newest_day(digest: Digest) -> str | None:

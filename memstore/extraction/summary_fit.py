@@ -72,6 +72,10 @@ class _Line:
     #: An action's or an ask's values and what each costs: a value a line kept before holds
     #: is left out of this one (:meth:`Digest.render`), and costs nothing here.
     value_costs: Mapping[str, int] | None = None
+    #: What its speaker's label costs (``User asked:``): paid by the first line under it,
+    #: so a line is ranked with it (a one-word short form is no bargain when its label is
+    #: three).
+    label_cost: int = 0
 
     def cost_given(self, said: set[str]) -> int:
         """Its tokens when the values in ``said`` are said by lines kept before it."""
@@ -110,6 +114,8 @@ def fit_summary(summary: str | Digest, budget: int, count: CountTokens) -> str:
     for key in {key for line in lines for key in line.shares}:
         heading, _, label = key.rpartition("\n")
         shared[key] = count(f"{label}\n") if heading else count(f"{key}:\n")
+    for line in lines:
+        line.label_cost = shared[line.shares[-1]] if len(line.shares) > 1 else 0
     order = _keep_order(lines)
     gists_of: dict[int, list[_Line]] = {}
     for line in lines:
@@ -123,13 +129,13 @@ def fit_summary(summary: str | Digest, budget: int, count: CountTokens) -> str:
     used = 0
     # In order: a less worthy line never displaces a worthier one, but a shorter one may use
     # the room a long one left; a line that says nothing ("ok") uses none.
-    spent: dict[int, int] = {}  # what each kept short form cost
+    spent: dict[int, int] = {}  # what each kept short form cost, its heading and label aside
     for line in order:
         if line.gist_of is not None and id(line.gist_of) in kept:
             continue  # its full line says it all
         joins = len(line.shares) > 1 and line.shares[-1] in opened
-        cost = line.cost_given(said) + (separator if joins else 0)
-        cost += sum(shared[key] for key in line.shares if key not in opened)
+        own = line.cost_given(said) + (separator if joins else 0)
+        cost = own + sum(shared[key] for key in line.shares if key not in opened)
         short = next((g for g in gists_of.get(id(line), ()) if id(g) in kept), None)
         refund = spent.get(id(short), 0) if short is not None else 0
         if used + cost - refund > room or (line.weight == 0 and not line.words):
@@ -138,9 +144,9 @@ def fit_summary(summary: str | Digest, budget: int, count: CountTokens) -> str:
             kept.discard(id(short))
             used -= refund
         kept.add(id(line))
-        spent[id(line)] = cost
+        spent[id(line)] = own  # its heading stays open for the line that may replace it
         opened.update(line.shares)
-        said.update(line.value_costs or ())
+        said.update(value.casefold() for value in getattr(line.entry, "values", ()))
         used += cost
     for line in lines:
         if line.gist_of is not None and id(line) in kept:
@@ -155,6 +161,11 @@ def fit_summary(summary: str | Digest, budget: int, count: CountTokens) -> str:
             kept.discard(id(line))
             _remove(digest, [line])
             text = digest.render()
+    if not any(id(line) in kept for line in order if line.weight > -math.inf) and order:
+        # Not one whole line fits (a date alone says nothing): the worthiest line's head.
+        head = _head(_text(order[0]), budget, count)
+        if head:
+            return head
     if count(text) > budget:  # only the frame is left (objective, date), and it is too long
         digest.objective = digest.said_on = None
         text = digest.render()
@@ -203,6 +214,18 @@ def _lines(digest: Digest) -> list[_Line]:
                 _Line("fact", gist, 0.0, line.position, _adds(gist), line.heading, gist_of=line)
             )
     lines += gists
+    # A value belongs to the line that says what happened (an action's): an ask that
+    # repeats it adds only what the action does not say, and costs that much less once the
+    # action is kept (its value costs).
+    done = {
+        value.casefold()
+        for line in lines
+        if line.entry.attribute == "call"
+        for value in line.entry.values
+    }
+    for line in lines:
+        if line.entry.values and line.entry.attribute != "call":
+            line.words = {w: LINKED_WORTH if w in done else v for w, v in line.words.items()}
     offset = len(lines)
     lines += [
         _Line("question", q, _worth_alone(q), offset + i, new_words(q.text), "Open questions")
@@ -293,7 +316,7 @@ def _keep_order(lines: list[_Line]) -> list[_Line]:
             Candidate(
                 line.words,
                 line.weight + RECENCY_WEIGHT * line.position / newest,
-                line.cost,
+                line.cost + line.label_cost,
                 line.position,
                 line.value_costs,
             )
@@ -318,18 +341,12 @@ def _remove(digest: Digest, gone: list[_Line]) -> None:
 MIN_HEAD_TOKENS = 8
 
 
-def best_line_head(digest: Digest, budget: int, count: CountTokens) -> str:
-    """When not one whole line fits ``budget``: the worthiest line, cut by words to fit,
-    marked ``...`` (``""`` when even :data:`MIN_HEAD_TOKENS` do not fit)."""
+def _head(text: str, budget: int, count: CountTokens) -> str:
+    """``text`` cut by words to fit ``budget`` as a line marked ``...`` (``""`` when even
+    :data:`MIN_HEAD_TOKENS` do not fit)."""
     if budget < MIN_HEAD_TOKENS:
         return ""
-    lines = [line for line in _lines(digest) if line.weight > -math.inf and line.words]
-    if not lines:
-        return ""
-    for line in lines:
-        line.cost = count(_text(line))
-    best = _keep_order(lines)[0]
-    words = _text(best).split()
+    words = text.split()
     low, high = 0, len(words)
     while low < high:  # the most words whose line, marked as cut, fits
         mid = (low + high + 1) // 2
@@ -337,5 +354,7 @@ def best_line_head(digest: Digest, budget: int, count: CountTokens) -> str:
             low = mid
         else:
             high = mid - 1
+    if low == len(words):
+        return f"- {text}"  # whole: only its heading did not fit
     head = " ".join(words[:low])
     return f"- {head} ..." if low and count(f"- {head} ...") >= MIN_HEAD_TOKENS else ""

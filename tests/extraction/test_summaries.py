@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from sessions import PYTEST_LOG, TRIP_FACTS, TRIP_LATER, Items, summarize, trip
 
-from memstore import ExtractiveSummarizer, MemoryLimits, MemoryStore, TiktokenEstimator
+from memstore import MemoryLimits, MemoryStore, TiktokenEstimator
 from memstore.extraction.digest import parse_summary
 
 LIMITS = MemoryLimits(hard=600, target=350, keep_recent=2)
@@ -183,7 +183,7 @@ def test_what_a_task_asked_for_is_kept_beside_its_calls() -> None:
 def test_a_summary_never_exceeds_its_room_and_never_fails_for_lack_of_it() -> None:
     items = Items()
     for n in range(30):
-        items.say("user", f"Shipment {n} to warehouse W-{n:02d} weighs {100 + n} kg on pallet P{n}.")
+        items.say("user", f"Shipment {n} to warehouse W-{n:02d} weighs {100 + n} kg, pallet P{n}.")
     for room in (5, 8, 12, 40, 120):
         text = summarize(items.items, room=room)
         assert len(text.split()) <= room
@@ -192,7 +192,13 @@ def test_a_summary_never_exceeds_its_room_and_never_fails_for_lack_of_it() -> No
 
 def test_greetings_and_acknowledgements_are_not_kept() -> None:
     items = Items()
-    for role, text in [("user", "Hello!"), ("assistant", "Hi there, how can I help?"),
-                       ("user", "Thanks a lot!"), ("user", "Спасибо!"), ("user", "好的，谢谢")]:  # fmt: skip
+    chatter = [
+        ("user", "Hello!"),
+        ("assistant", "Hi there, how can I help?"),
+        ("user", "Thanks a lot!"),
+        ("user", "Спасибо!"),
+        ("user", "好的，谢谢"),
+    ]
+    for role, text in chatter:
         items.say(role, text)
     assert summarize(items.items) == ""
