@@ -330,8 +330,8 @@ def needs_clock(sessions: list[Session]) -> list[Session]:
     except ImportError:
         dated = [s.name for s in sessions if any(i.timestamp for i in s.items)]
         if dated:
-            print(f"left out (pip install time-machine to run them): {', '.join(dated)}",
-                  file=sys.stderr)  # fmt: skip
+            print(f"left out (time-machine, in memstore's checkout: pip install '.[bench]'): "
+                  f"{', '.join(dated)}", file=sys.stderr)  # fmt: skip
         return [s for s in sessions if s.name not in dated]
     return sessions
 
