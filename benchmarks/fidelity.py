@@ -76,9 +76,9 @@ from memstore import (
     MemstoreError,
     TiktokenEstimator,
 )
-from memstore.extraction import slots
 from memstore.core.search_terms import STOPWORDS
 from memstore.core.values import ITEM_OVERHEAD_TOKENS
+from memstore.extraction import slots
 from memstore.render.input import MEMORIES_CLOSE, MEMORIES_OPEN, SUMMARY_PREAMBLE
 from memstore.render.recall import RECALL_CLOSE, RECALL_OPEN
 
