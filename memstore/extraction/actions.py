@@ -11,11 +11,11 @@ its call says what it was about. A forgotten call and its output become one line
   failures and expectations (:mod:`memstore.extraction.logs`); any other text's record lines
   (``Status: escalated``), else the clauses that hold specifics.
 
-A string value goes without its key: a key costs as many tokens as its value, and such a
-value names itself (an id, a name, a path, a status); measured on a public agent benchmark's
+The values go without their keys. A key costs as many tokens as its value, and most values
+name themselves (an id, a name, a path, a status); measured on a public agent benchmark's
 sessions, a summary holding every key kept a fifth fewer of the forgotten values in the same
-tokens (docs/compaction.md). A number or a boolean says nothing alone (``3``, ``true``),
-so it keeps its key (``due_day: 3``). The output itself is never lost: recall finds it.
+tokens, and one holding the keys of numbers and booleans only (``due_day: 3``) still kept
+seven points fewer (docs/compaction.md). The output itself is never lost: recall finds it.
 
 A call's line is its *slot*: a newer output of the same call (same name and arguments)
 replaces the older line, so the newest value of a slot wins, and a value said again is
@@ -146,20 +146,18 @@ def question_subject(question: str) -> str:
 # -- what it returned ----------------------------------------------------------------------
 
 
-def _leaves(data: Any, out: list[str], key: str = "") -> None:
-    """The scalar leaves of ``data`` in order, as the line writes them: a number or a
-    boolean with its key (``due_day: 3``), any other value alone."""
+def _leaves(data: Any, out: list[str]) -> None:
+    """The scalar leaves of ``data`` in order, as the line writes them."""
     if isinstance(data, dict):
-        for name, value in data.items():
-            _leaves(value, out, str(name))
+        for value in data.values():
+            _leaves(value, out)
     elif isinstance(data, list):
         for value in data:
-            _leaves(value, out, key)
+            _leaves(value, out)
     else:
         text = scalar_text(data)
         if text is not None:
-            named = key and isinstance(data, (int, float)) and len(key) <= MAX_ARGUMENT_CHARS
-            out.append(f"{key}: {text}" if named else text)
+            out.append(text)
 
 
 def result_values(content: str) -> list[str]:

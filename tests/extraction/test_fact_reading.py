@@ -60,8 +60,8 @@ def test_a_call_and_its_output_become_one_line_whatever_the_tool_is_called() -> 
         "zz_fetch_v2", {"ref": "K-19"}, {"state": "archived", "owner": "Haruto", "size": 2048}
     )
     (fact,) = read(items).facts
-    assert fact.text == "zz_fetch_v2(K-19): archived, Haruto, size: 2048"
-    assert fact.values == ("archived", "Haruto", "size: 2048") and fact.attribute == "call"
+    assert fact.text == "zz_fetch_v2(K-19): archived, Haruto, 2048"
+    assert fact.values == ("archived", "Haruto", "2048") and fact.attribute == "call"
 
 
 def test_a_newer_output_of_the_same_call_replaces_the_older_and_counts_the_fills() -> None:
