@@ -95,9 +95,9 @@ def summarizer_time(items: int = 1000, repeats: int = 5) -> dict[str, float]:
     from datetime import UTC, datetime
 
     from memstore.core.carried_items import derived_text
-    from memstore.core.statements import new_words, score
-    from memstore.core.summarizers import ExtractiveSummarizer
     from memstore.core.values import MemoryItem, MemoryKind, MemoryRole
+    from memstore.extraction.statements import new_words, score
+    from memstore.extraction.summarizer import ExtractiveSummarizer
 
     kinds = {
         "user": (MemoryRole.USER, MemoryKind.USER_MESSAGE),

@@ -44,7 +44,7 @@ Data (fetched at run time, never committed):
 
 ``--sittings`` measures memory across a user's sessions instead (:mod:`fidelity_sittings`).
 ``--hard N`` and ``--entry-share R`` ask what larger inputs, or entries allowed more of the
-tokens they distil than a fifth, would hold: what the store's bounds cost.
+tokens they distil than the store's bounds (a quarter of a long session), would hold: what the store's bounds cost.
 
 Offline after the first fetch (``--cache DIR``, default ``~/.cache/memstore-benchmarks``).
 """
@@ -76,9 +76,9 @@ from memstore import (
     MemstoreError,
     TiktokenEstimator,
 )
-from memstore.core import slots
 from memstore.core.search_terms import STOPWORDS
 from memstore.core.values import ITEM_OVERHEAD_TOKENS
+from memstore.extraction import slots
 from memstore.render.input import MEMORIES_CLOSE, MEMORIES_OPEN, SUMMARY_PREAMBLE
 from memstore.render.recall import RECALL_CLOSE, RECALL_OPEN
 
@@ -279,7 +279,7 @@ def main() -> None:
         "--entry-share",
         type=float,
         help="what if (with --sittings): consolidation's entries may hold this share of the "
-        "tokens they distil instead of a fifth",
+        "tokens they distil instead of a quarter",
     )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -293,7 +293,7 @@ def main() -> None:
         if not args.sittings or not 0 < args.entry_share <= 1:
             parser.error("--entry-share takes a share from 0 to 1, with --sittings")
         # A what-if on the product's own bound: budget_for reads the ratio when it runs.
-        slots.COMPACTION_RATIO = args.entry_share
+        slots.ENTRY_SHARE = args.entry_share
     if args.locomo is not None:
         dataset = "LoCoMo"
         conversations = locomo_conversations(args.locomo, questions=args.questions)

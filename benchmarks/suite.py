@@ -343,7 +343,11 @@ async def compaction_commit_seconds(path: Path) -> float:
             assert isinstance(taken, lease.Lease) and snap is not None
             token = taken.token
             plan = plan_compaction(
-                snap, memory.limits, WordEstimator().count, lambda p, i: "summary", force=True
+                snap,
+                memory.limits,
+                WordEstimator().count,
+                lambda p, i, **room: "summary",
+                force=True,
             )
             assert len(plan.removed) == 100
             ctx = CommitContext(

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from memstore.core.embedder import Embedder
     from memstore.core.records import CompactionReport, SessionHistory, SessionInfo
     from memstore.core.search_terms import SearchHit
-    from memstore.core.summarizers import ExtractiveSummarizer
     from memstore.core.tokens import ByteEstimator, TiktokenEstimator, TokenEstimator, WordEstimator
     from memstore.core.values import MemoryItem, MemoryKind, MemoryLimits, MemoryRole, Priority
     from memstore.errors import (
@@ -59,6 +58,10 @@ if TYPE_CHECKING:
         ValidationError,
         VersionConflictError,
     )
+    from memstore.extraction.extractor import OfflineExtractor
+    from memstore.extraction.fact_list import Fact
+    from memstore.extraction.protocols import Extractor, Summarizer, SummaryText
+    from memstore.extraction.summarizer import ExtractiveSummarizer
     from memstore.memory.long_term import LongTermChange, LongTermEntry, LongTermMemory
     from memstore.memory.session import SessionMemory
     from memstore.memory.store import MemoryStore
@@ -81,7 +84,9 @@ _EXPORTS = {
     "EmbeddingError": "memstore.errors",
     "EntryNotFoundError": "memstore.errors",
     "EstimatorMismatchError": "memstore.errors",
-    "ExtractiveSummarizer": "memstore.core.summarizers",
+    "ExtractiveSummarizer": "memstore.extraction.summarizer",
+    "Extractor": "memstore.extraction.protocols",
+    "Fact": "memstore.extraction.fact_list",
     "ForkedHistoryError": "memstore.errors",
     "IdempotencyConflictError": "memstore.errors",
     "KindRoleMismatchError": "memstore.errors",
@@ -102,6 +107,7 @@ _EXPORTS = {
     "ModelError": "memstore.errors",
     "NotADatabaseError": "memstore.errors",
     "NotFoundError": "memstore.errors",
+    "OfflineExtractor": "memstore.extraction.extractor",
     "OpenAIEmbedder": "memstore.model_side.embedders",
     "OpenAISummarizer": "memstore.model_side.openai_summarizer",
     "Priority": "memstore.core.values",
@@ -118,6 +124,8 @@ _EXPORTS = {
     "Settings": "memstore.config",
     "StorageError": "memstore.errors",
     "StorageFullError": "memstore.errors",
+    "Summarizer": "memstore.extraction.protocols",
+    "SummaryText": "memstore.extraction.protocols",
     "TiktokenEstimator": "memstore.core.tokens",
     "TokenEstimator": "memstore.core.tokens",
     "ToolLoopError": "memstore.errors",
@@ -160,6 +168,8 @@ __all__ = [
     "EntryNotFoundError",
     "EstimatorMismatchError",
     "ExtractiveSummarizer",
+    "Extractor",
+    "Fact",
     "ForkedHistoryError",
     "IdempotencyConflictError",
     "KindRoleMismatchError",
@@ -180,6 +190,7 @@ __all__ = [
     "ModelError",
     "NotADatabaseError",
     "NotFoundError",
+    "OfflineExtractor",
     "OpenAIEmbedder",
     "OpenAISummarizer",
     "Priority",
@@ -196,6 +207,8 @@ __all__ = [
     "Settings",
     "StorageError",
     "StorageFullError",
+    "Summarizer",
+    "SummaryText",
     "TiktokenEstimator",
     "TokenEstimator",
     "ToolLoopError",

@@ -347,6 +347,28 @@ def words() -> WordEstimator:
     return WordEstimator()
 
 
+def raw_sqlite(path: Path | str, **options: Any) -> sqlite3.Connection:
+    """A plain ``sqlite3`` connection (not memstore's) that may still write: with memstore's
+    SQL functions registered, which the search index's triggers call."""
+    from memstore.db.connection import register_functions
+
+    conn = sqlite3.connect(path, **options)
+    register_functions(conn)
+    return conn
+
+
+def damage_items(conn: sqlite3.Connection, sql: str, *params: Any) -> None:
+    """Run an ``UPDATE items ...`` past the index's update trigger, as damage would write:
+    its function cannot read a text that is not UTF-8."""
+    (trigger,) = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE name = 'items_fts_update'"
+    ).fetchone()
+    conn.execute("DROP TRIGGER items_fts_update")
+    conn.execute(sql, params)
+    conn.execute(trigger)
+    conn.commit()
+
+
 def row_counts(path: Path) -> dict[str, int]:
     """Rows per memstore table, read with the raw sqlite3 module (not through memstore)."""
     with contextlib.closing(sqlite3.connect(path)) as conn:

@@ -33,6 +33,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("memory services", ("memstore.memory",)),
     ("database", ("memstore.db",)),
     ("model input", ("memstore.render",)),
+    ("extraction", ("memstore.extraction",)),
     ("pure core", ("memstore.core",)),
     ("base", ("memstore.config", "memstore.errors", "memstore.version", "memstore.processes")),
 ]

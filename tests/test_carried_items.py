@@ -183,7 +183,9 @@ def test_compaction_never_splits_a_unit_and_keeps_pending_calls() -> None:
     items = _items(payloads)
     snap = Snapshot("s", len(items), 0, items)
     limits = MemoryLimits(hard=300, target=100, keep_recent=1)
-    plan = plan_compaction(snap, limits, lambda text: len(text.split()), lambda _p, _c: "sum")
+    plan = plan_compaction(
+        snap, limits, lambda text: len(text.split()), lambda _p, _c, **room: "sum"
+    )
     kept = {i.id for i in plan.kept}
     for unit in units(items):
         assert unit.ids <= kept or not unit.ids & kept  # whole units only

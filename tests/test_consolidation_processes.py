@@ -13,7 +13,7 @@ from pathlib import Path
 from conftest import table_counts
 
 from memstore import MemoryStore, WordEstimator
-from memstore.core.slots import FACT_PREFIX
+from memstore.extraction.slots import FACT_PREFIX
 
 WORKER = Path(__file__).with_name("consolidation_worker.py")
 SCOPE = "user:alice"

@@ -172,11 +172,7 @@ def test_every_python_example_runs(
 
 #: Examples that run but print nothing where they promise something, for a known reason of
 #: the product's (reported as expected failures until it is fixed, then the test says so).
-PRINTS_NOTHING_YET = {
-    "consolidation.md#1": "consolidation keeps entries within 20% of the tokens it consumed: "
-    "the example's three turns (59 tokens) leave 11, and every fact, a preference among them, "
-    "is skipped 'over the budget', so its loop over the scope's entries prints nothing",
-}
+PRINTS_NOTHING_YET: dict[str, str] = {}
 
 
 def test_there_are_examples_to_run() -> None:

@@ -14,7 +14,7 @@ from memstore import MemoryLimits, MemoryStore, WordEstimator
 from memstore.agent import Agent
 from memstore.cli import main
 from memstore.core.input_counts import request_tokens
-from memstore.core.summarizers import ExtractiveSummarizer
+from memstore.extraction.summarizer import ExtractiveSummarizer
 from memstore.offline_model import Reply, StandInModel, text_reply, tool_call_reply
 
 MODEL = "gpt-count-test"

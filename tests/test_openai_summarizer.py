@@ -16,8 +16,8 @@ from conftest import WORKED_FIFTH, WORKED_ITEMS, WORKED_LIMITS
 from openai import AsyncOpenAI
 
 from memstore import MemoryLimits, MemoryStore, OpenAISummarizer, Settings, WordEstimator
-from memstore.core.summarizers import SummaryText
 from memstore.errors import ModelCallError
+from memstore.extraction.protocols import SummaryText
 from memstore.memory.session import SessionMemory
 from memstore.model_side.openai_summarizer import (
     ITEMS_CLOSE,

@@ -11,10 +11,10 @@ import pytest
 from conftest import make_item
 
 from memstore import MemoryLimits, MemoryStore, OpenAISummarizer, WordEstimator
-from memstore.core.digest import parse_summary
-from memstore.core.summarizers import SummaryText
-from memstore.core.summary_fit import fit_summary
 from memstore.errors import ModelCallError
+from memstore.extraction.digest import parse_summary
+from memstore.extraction.protocols import SummaryText
+from memstore.extraction.summary_fit import fit_summary
 from memstore.model_side.openai_summarizer import (
     MIN_OUTPUT_TOKENS,
     SUMMARY_INSTRUCTIONS,

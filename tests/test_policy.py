@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from conftest import make_item
 
@@ -14,7 +16,7 @@ from memstore.core.policy import (
     start_plan,
     total_tokens,
 )
-from memstore.core.summary_fit import trim_to_tokens
+from memstore.core.summary_room import trim_to_tokens
 from memstore.core.values import MemoryItem
 
 count = WordEstimator().count
@@ -82,7 +84,7 @@ def test_protected_noise_is_not_dropped_in_phase_one() -> None:
 def test_recent_items_survive_a_normal_summary_compaction() -> None:
     items = [item(i, 10) for i in range(1, 7)]
     limits = MemoryLimits(hard=80, target=60, keep_recent=2)
-    plan = plan_compaction(snap(items), limits, count, lambda prev, cands: "short summary")
+    plan = plan_compaction(snap(items), limits, count, lambda prev, cands, **room: "short summary")
     assert [i.id for i in plan.kept] == [items[4].id, items[5].id]
     assert set(plan.summarized) == {i.id for i in items[:4]}
     assert plan.summary == "short summary"
@@ -92,7 +94,7 @@ def test_recent_items_survive_a_normal_summary_compaction() -> None:
 def test_a_later_summary_receives_the_existing_summary() -> None:
     seen: list[str | None] = []
 
-    def summarize(previous: str | None, cands: object) -> str:
+    def summarize(previous: str | None, cands: object, **room: object) -> str:
         seen.append(previous)
         return f"{previous or ''} new".strip()
 
@@ -102,8 +104,23 @@ def test_a_later_summary_receives_the_existing_summary() -> None:
     assert plan.summary == "earlier facts new"
 
 
+def test_a_fold_resumes_the_summary_written_even_when_phase_three_set_it_aside() -> None:
+    seen: list[str | None] = []
+
+    def summarize(previous: str | None, cands: object, **room: object) -> str:
+        seen.append(previous)
+        return "folded"
+
+    items = [item(i, 10) for i in range(1, 5)]
+    set_aside = replace(snap(items), summary_written="earlier facts, in full")
+    plan_compaction(set_aside, MemoryLimits(60, 40, 1), count, summarize)
+    trimmed = replace(snap(items, "earlier"), summary_written="earlier facts, in full")
+    plan_compaction(trimmed, MemoryLimits(60, 40, 1), count, summarize)
+    assert seen == ["earlier facts, in full"] * 2
+
+
 def test_failing_summarizer_leads_to_eviction_with_the_error_recorded() -> None:
-    def broken(previous: str | None, cands: object) -> str:
+    def broken(previous: str | None, cands: object, **room: object) -> str:
         raise RuntimeError("model unavailable")
 
     items = [item(i, 10) for i in range(1, 6)]
@@ -117,7 +134,7 @@ def test_failing_summarizer_leads_to_eviction_with_the_error_recorded() -> None:
 
 def test_blank_summary_counts_as_failure() -> None:
     items = [item(i, 10) for i in range(1, 6)]
-    plan = plan_compaction(snap(items), MemoryLimits(70, 50, 2), count, lambda p, c: "   ")
+    plan = plan_compaction(snap(items), MemoryLimits(70, 50, 2), count, lambda p, c, **room: "   ")
     assert plan.summary_error == "summarizer returned no usable text"
     assert plan.summary is None
 
@@ -125,7 +142,7 @@ def test_blank_summary_counts_as_failure() -> None:
 def test_no_room_for_a_summary_asks_for_none_and_records_no_error() -> None:
     calls = []
 
-    def summarizer(previous: str | None, cands: object) -> str:
+    def summarizer(previous: str | None, cands: object, **room: object) -> str:
         calls.append(cands)
         return "never used"
 
@@ -140,7 +157,7 @@ def test_no_room_for_a_summary_asks_for_none_and_records_no_error() -> None:
 def test_one_oversized_recent_message_is_still_bounded() -> None:
     huge = item(2, 500)
     plan = plan_compaction(
-        snap([item(1, 5), huge]), MemoryLimits(100, 50, 4), count, lambda p, c: "s"
+        snap([item(1, 5), huge]), MemoryLimits(100, 50, 4), count, lambda p, c, **room: "s"
     )
     assert plan.after_tokens <= 50
     assert huge.id in plan.evicted
@@ -221,7 +238,7 @@ def test_trimming_a_summary_keeps_whole_lines_and_no_bare_heading() -> None:
     assert trim_to_tokens(summary, 2, count) == ""  # never a stub such as "Current"
 
 
-def test_the_room_and_the_sessions_count_reach_summarizers_that_accept_them() -> None:
+def test_the_room_and_the_sessions_count_reach_the_summarizer() -> None:
     items = [item(i, 10) for i in range(1, 7)]  # 14 each
     limits = MemoryLimits(hard=80, target=60, keep_recent=2)
     seen: dict[str, object] = {}
@@ -232,17 +249,16 @@ def test_the_room_and_the_sessions_count_reach_summarizers_that_accept_them() ->
 
     plan_compaction(snap(items), limits, count, roomy)
     assert seen == {"max_tokens": 60 - 2 * 14 - 12, "count_tokens": count}
-    plain: list[int] = []
-    plan = plan_compaction(snap(items), limits, count, lambda p, c: str(plain.append(1) or "s"))
-    assert plain == [1] and plan.summary == "s"  # a summarizer that takes two arguments
 
 
 def test_a_summarizer_that_kept_nothing_is_not_an_error() -> None:
-    from memstore.core.summarizers import SummaryText
+    from memstore.extraction.protocols import SummaryText
 
     items = [item(i, 10) for i in range(1, 6)]
     limits = MemoryLimits(hard=70, target=50, keep_recent=2)
-    plan = plan_compaction(snap(items, "old"), limits, count, lambda p, c: SummaryText.nothing())
+    plan = plan_compaction(
+        snap(items, "old"), limits, count, lambda p, c, **room: SummaryText.nothing()
+    )
     assert plan.summary_error is None
     assert plan.summarized == tuple(i.id for i in items[:3])
     assert plan.summary is None and plan.summary_action == "removed"

@@ -53,14 +53,11 @@ from memstore.config import Settings
 from memstore.core.conversation_units import message_units, unit_items
 from memstore.core.policy import CompactionPlan, Snapshot, finish_plan, start_plan
 from memstore.core.redaction import redact
-from memstore.core.summarizers import (
-    ExtractiveSummarizer,
-    Summarizer,
-    summarizer_options,
-    summary_room,
-)
+from memstore.core.summary_room import summary_room
 from memstore.core.tokens import TiktokenEstimator, TokenEstimator
 from memstore.core.values import MemoryLimits
+from memstore.extraction.protocols import Summarizer, as_summarizer
+from memstore.extraction.summarizer import ExtractiveSummarizer
 
 try:
     from pydantic_ai.messages import (
@@ -111,7 +108,7 @@ class MemstoreHistory:
     ) -> None:
         self.limits = limits or MemoryLimits.from_env()
         self.estimator = estimator or TiktokenEstimator()
-        self.summarizer = summarizer or ExtractiveSummarizer()
+        self.summarizer = as_summarizer(summarizer or ExtractiveSummarizer())
         self._timeout = (settings or Settings.from_env()).summarizer_timeout_s
 
     async def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
@@ -158,12 +155,14 @@ class MemstoreHistory:
         new_summary, error = None, None
         if draft.candidates:
             room = summary_room(draft.budget, draft.remaining, draft.candidates)
-            options = summarizer_options(self.summarizer, room, self.estimator.count)
             try:
-                new_summary = await asyncio.wait_for(
-                    self.summarizer(snapshot.summary, draft.candidates, **options),
-                    timeout=self._timeout,
+                call = self.summarizer(
+                    snapshot.fold_from,
+                    snapshot.fold_items(draft.candidates),
+                    max_tokens=room,
+                    count_tokens=self.estimator.count,
                 )
+                new_summary = await asyncio.wait_for(call, timeout=self._timeout)
             except TimeoutError:
                 error = f"timed out after {self._timeout:g}s"
             except Exception as exc:  # a summarizer's failure is recorded, never raised

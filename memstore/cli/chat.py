@@ -172,7 +172,7 @@ async def run_chat(
     max_output_tokens: int | None = None,
 ) -> int:
     """Open the store and the agent, then run every turn; return the number of turns."""
-    from memstore.core.summarizers import ExtractiveSummarizer
+    from memstore.extraction.summarizer import ExtractiveSummarizer
     from memstore.model_side.agent import Agent
     from memstore.model_side.openai_call import make_client
 

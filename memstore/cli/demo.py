@@ -22,10 +22,10 @@ from rich.text import Text
 
 from memstore.cli.output import console, is_terminal, preview
 from memstore.core.records import CompactionReport
-from memstore.core.summarizers import ExtractiveSummarizer
 from memstore.core.tokens import TiktokenEstimator
 from memstore.core.validation import validate_session_id
 from memstore.core.values import MemoryItem, MemoryLimits, Priority
+from memstore.extraction.summarizer import ExtractiveSummarizer
 from memstore.memory.session import SessionMemory
 from memstore.memory.store import MemoryStore
 

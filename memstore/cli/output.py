@@ -5,13 +5,16 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import click
 from rich import box
-from rich.console import Console
+from rich.cells import cell_len
+from rich.console import Console, JustifyMethod, OverflowMethod
+from rich.containers import Lines
 from rich.table import Table
 from rich.text import Text
 
@@ -218,7 +221,57 @@ def preview(text: str, full: bool = False, *, width: int = PREVIEW_CHARS) -> str
 def plain(text: str, full: bool = False) -> Text:
     """A preview as rich ``Text``: stored text is data, and a message holding ``[/bold]`` or
     ``[link=...]`` must print as itself, never be read as rich markup (or crash it)."""
-    return Text(preview(text, full))
+    return _WrapsAtPunctuation(preview(text, full))
+
+
+#: A run of text with no spaces.
+_RUN = re.compile(r"\S+")
+#: Where such a run may break: after its punctuation (an opening bracket stays with what
+#: it opens), before a word or an opening bracket: ``fact:assistant:`` | ``noted-`` |
+#: ``[lisbon]~`` | ``f87c0a`` (a search hit's match is in ``[`` ``]``).
+_BREAK = re.compile(r"(?<=[^\w\s\[(])(?=[\w\[(])")
+
+
+class _WrapsAtPunctuation(Text):
+    """Text that wraps a run of no spaces wider than its column (a long-term entry's key, a
+    path) after the run's punctuation, so none of its words is split; rich would cut it every
+    so many characters. Only a word wider than the column is still folded."""
+
+    def wrap(
+        self,
+        console: Console,
+        width: int,
+        *,
+        justify: JustifyMethod | None = None,
+        overflow: OverflowMethod | None = None,
+        tab_size: int = 8,
+        no_wrap: bool | None = None,
+    ) -> Lines:
+        cuts = [] if no_wrap or self.no_wrap else _cuts(self.plain, width)
+        text = self.blank_copy("\n").join(self.divide(cuts)) if cuts else self
+        return Text.wrap(
+            text, console, width, justify=justify, overflow=overflow, tab_size=tab_size,
+            no_wrap=no_wrap,
+        )  # fmt: skip
+
+
+def _cuts(text: str, width: int) -> list[int]:
+    """Where to break the runs of ``text`` wider than ``width`` cells: at the last break
+    (:data:`_BREAK`) that fits each line of the run."""
+    cuts: list[int] = []
+    for run in _RUN.finditer(text):
+        if cell_len(run[0]) <= width:
+            continue
+        start, fits = run.start(), None
+        for found in _BREAK.finditer(text, run.start() + 1, run.end()):
+            if cell_len(text[start : found.start()]) > width and fits is not None:
+                cuts.append(fits)
+                start, fits = fits, None
+            if cell_len(text[start : found.start()]) <= width:
+                fits = found.start()
+        if cell_len(text[start : run.end()]) > width and fits is not None:
+            cuts.append(fits)
+    return cuts
 
 
 def cell(text: str, full: bool = False) -> Text:

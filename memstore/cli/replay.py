@@ -31,10 +31,10 @@ from memstore.core.replay import (
     state_at,
     verify,
 )
-from memstore.core.summarizers import ExtractiveSummarizer
 from memstore.core.tokens import estimator_from_name
 from memstore.core.values import MemoryLimits
 from memstore.errors import ValidationError
+from memstore.extraction.summarizer import ExtractiveSummarizer
 from memstore.render.input import build_input
 
 

@@ -1,7 +1,8 @@
 """What a consolidation run decided, fact by fact, and the report it leaves.
 
-Plain values: :mod:`memstore.core.slots` makes the decisions, :mod:`memstore.db.consolidation_runs`
-stores the report with the run, ``memstore consolidate`` prints it.
+Plain values: :mod:`memstore.extraction.slots` makes the decisions,
+:mod:`memstore.db.consolidation_runs` stores the report with the run, ``memstore consolidate``
+prints it.
 """
 
 from __future__ import annotations

@@ -9,13 +9,17 @@ first. The newest ``keep_recent`` items are *protected* in phases 1 and 2.
 2. **Summarize older useful state.** If still above the target, every remaining unprotected
    item is a candidate. The summarizer receives the *existing* summary plus the candidates and
    returns one new summary that replaces the old one, so each compaction folds the previous
-   summary in rather than forgetting it. A summarizer that accepts ``max_tokens`` is told the
-   room the target leaves once the items that stay are counted, in the session's own tokens
-   (:func:`~memstore.core.summarizers.summary_room`). If the summarizer fails, the error is
+   summary in rather than forgetting it. The summarizer is told the room the target leaves
+   once the items that stay are counted, in the session's own tokens
+   (:func:`~memstore.core.summary_room.summary_room`). If the summarizer fails, the error is
    recorded and the candidates stay for phase 3; one that found nothing worth keeping is no
    failure. When the items that stay fill the target (a few very long recent turns), there
    is no room for any summary: no summarizer is called, no error is recorded, and phase 3
-   evicts.
+   evicts. A fold starts from the last summary a summarizer wrote, even when phase 3 has
+   since trimmed or removed it for room, and reads the items phase 3 evicted since without a
+   summarizer reading them before its candidates (:attr:`Snapshot.fold_from`,
+   :meth:`Snapshot.fold_items`): a long paste or a failed summarizer delays a fold, it does
+   not lose what the fold would have kept.
 3. **Enforce the budget.** While still above the target: evict the remaining unprotected items
    oldest first; then trim the summary (it is the oldest context) or remove it; only then evict
    protected items, oldest first. The result is at most the target, always: even one recent
@@ -39,8 +43,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from memstore.core.summarizers import summarizer_options, summary_room
-from memstore.core.summary_fit import trim_to_tokens
+from memstore.core.summary_room import summary_room, trim_to_tokens
 from memstore.core.turns import turn_order
 from memstore.core.units import Unit, closure, units
 from memstore.core.values import (
@@ -54,7 +57,9 @@ from memstore.core.values import (
 )
 
 CountTokens = Callable[[str], int]
-#: A synchronous summarizer, for offline replay and tests: (previous, candidates) -> summary.
+#: A synchronous summarizer, for offline replay and tests, called as
+#: ``summarize(previous, candidates, max_tokens=room, count_tokens=count)`` (the
+#: :class:`memstore.Summarizer` protocol's arguments, without the ``await``).
 SyncSummarize = Callable[..., str]
 
 
@@ -73,6 +78,11 @@ class Snapshot:
         estimator: Name of the estimator that counted the session.
         read_at: When it was read (seconds since 1970): pending calls' deadlines are
             judged against it (``None``: deadlines are not judged).
+        summary_written: The last summary a summarizer wrote, when phase 3 has trimmed or
+            removed it since, for room (``None``: none, or ``summary`` is it;
+            :func:`~memstore.core.summary_room.summary_fate`).
+        unfolded: Items phase 3 evicted since that summary without a summarizer reading
+            them, oldest first: the next fold reads them first.
     """
 
     session_id: str
@@ -84,6 +94,17 @@ class Snapshot:
     user_turns: int = 0
     estimator: str = ""
     read_at: float | None = None
+    summary_written: str | None = None
+    unfolded: tuple[MemoryItem, ...] = ()
+
+    @property
+    def fold_from(self) -> str | None:
+        """The summary the next fold starts from: the last one written, in full."""
+        return self.summary if self.summary_written is None else self.summary_written
+
+    def fold_items(self, candidates: Sequence[MemoryItem]) -> tuple[MemoryItem, ...]:
+        """What the next fold reads: the items evicted unread, then ``candidates``."""
+        return (*self.unfolded, *candidates)
 
     @property
     def total_tokens(self) -> int:
@@ -396,8 +417,12 @@ def plan_compaction(
         else:
             try:
                 room = summary_room(draft.budget, draft.remaining, draft.candidates)
-                options = summarizer_options(summarize, room, count_tokens)
-                new_summary = summarize(snapshot.summary, draft.candidates, **options)
+                new_summary = summarize(
+                    snapshot.fold_from,
+                    snapshot.fold_items(draft.candidates),
+                    max_tokens=room,
+                    count_tokens=count_tokens,
+                )
             except Exception as exc:  # a summarizer's failure is data, not a crash
                 error = f"{type(exc).__name__}: {exc}"
     return finish_plan(draft, count_tokens, new_summary=new_summary, summary_error=error)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from memstore.core.policy import CountTokens, Snapshot, SyncSummarize, plan_compaction
 from memstore.core.records import CompactionReport, SessionHistory
+from memstore.core.summary_room import KEPT, WROTE, newest_within, summary_fate
 from memstore.core.values import (
     ITEM_OVERHEAD_TOKENS,
     SUMMARY_OVERHEAD_TOKENS,
@@ -287,6 +288,8 @@ def simulate(
     state = initial_state(history)
     fates = {"dropped": 0, "summarized": 0, "evicted": 0}
     compactions = 0
+    written: str | None = None  # the last summary written (phase 3 may set it aside)
+    unfolded: tuple[MemoryItem, ...] = ()  # evicted since, no summarizer reading them
     for item in sorted(history.items, key=lambda i: i.seq):
         if item.version <= history.base_version:
             continue
@@ -300,9 +303,20 @@ def simulate(
             tuple(state.active.values()),
             state.summary,
             state.summary_tokens,
+            summary_written=None if written == state.summary else written,
+            unfolded=unfolded,
         )
         plan = plan_compaction(snap, limits, count_tokens, summarize)
         compactions += 1
+        ended_as = summary_fate(
+            "hard_limit", plan.summary_action, len(plan.summarized), plan.summary_error
+        )
+        if ended_as == KEPT:  # what it evicted waits for the next fold
+            evicted = set(plan.evicted)
+            gone = [i for i in snap.items if i.id in evicted]
+            unfolded = newest_within([*unfolded, *gone], limits.hard)
+        else:
+            written, unfolded = (plan.summary if ended_as == WROTE else None), ()
         for fate in plan.removed.values():
             fates[fate] += 1
         state.replace_items(plan.kept)

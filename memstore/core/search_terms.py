@@ -1,8 +1,10 @@
 """Search as plain values: a query's words, what a search covers, and what a hit carries.
 
-**Queries are text, not syntax.** A query is split into words (runs of letters and digits of
-any script; everything else separates them), common English words are set aside when others
-remain, and what is left is searched as *any* of the words, best matches first. Each word
+**Queries are text, not syntax.** A query is split into words (:mod:`memstore.core.words`:
+runs of letters and digits of any script; everything else separates them; a run of Chinese or
+Japanese becomes the phrase of its characters, as the index holds them), common English words
+are set aside when others remain, and what is left is searched as *any* of the words, best
+matches first. Each word
 reaches the database as a quoted literal (an FTS5 string, a ``tsquery`` lexeme), so quotes,
 ``*``, ``NEAR``, ``-``, ``:``, ``|``, ``!`` or parentheses in a user's text are separators
 like any punctuation: a query can neither fail to parse nor mean something other than its
@@ -14,15 +16,14 @@ This module is pure: the database side is :mod:`memstore.db.search`.
 
 from __future__ import annotations
 
-import re
-import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from memstore.core.ltm_entries import validate_scope
 from memstore.core.validation import validate_session_id
+from memstore.core.words import has_unspaced, search_units, words
 from memstore.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -40,8 +41,6 @@ SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS = "[", "]", "…"
 #: Words of context a snippet shows.
 SNIPPET_WORDS = 16
 
-# Letters and digits of any script; "_" separates, as it does for both databases' parsers.
-_WORD = re.compile(r"[^\W_]+")
 #: Words too common to say what a question is about. Searched only when a query has nothing
 #: else ("who are you"), so they never crowd the rare words out of an any-word search.
 _STOPWORDS_TEXT = """
@@ -72,10 +71,34 @@ def search_terms(query: object, field: str = "query") -> tuple[str, ...]:
         raise ValidationError(field, f"must be at most {MAX_QUERY_CHARS} characters")
     if not query.strip():
         raise ValidationError(field, "must not be blank")
-    words = _WORD.findall(unicodedata.normalize("NFKC", query).casefold())
-    unique = list(dict.fromkeys(words))
+    unique = list(dict.fromkeys(words(query)))
     telling = [word for word in unique if word not in STOPWORDS]
-    return tuple((telling or unique)[:MAX_TERMS])
+    return tuple(" ".join(search_units(word)) for word in (telling or unique)[:MAX_TERMS])
+
+
+#: Characters of context either side of a Chinese or Japanese match in its snippet (about
+#: as much text as :data:`SNIPPET_WORDS` words of a spaced script).
+SNIPPET_UNSPACED_CHARS = 24
+
+
+def readable_snippet(snippet: str, text: str, terms: Sequence[str]) -> str:
+    """The snippet a hit shows. The index holds the characters of a text's Chinese and
+    Japanese runs apart, after the text (:func:`memstore.core.words.search_text`), so the
+    database marks a match of them there, or nowhere: for a query with such a run, the
+    snippet is cut from the text itself around the run's first occurrence instead."""
+    runs = [term.replace(" ", "") for term in terms if has_unspaced(term)]
+    folded = text.casefold()
+    found = [(folded.find(run), run) for run in runs if run in folded]
+    if not found:
+        return snippet
+    start, run = min(found)
+    end = start + len(run)
+    before = max(0, start - SNIPPET_UNSPACED_CHARS)
+    after = min(len(text), end + SNIPPET_UNSPACED_CHARS)
+    head = SNIPPET_ELLIPSIS if before else ""
+    tail = SNIPPET_ELLIPSIS if after < len(text) else ""
+    shown = f"{text[before:start]}{SNIPPET_OPEN}{text[start:end]}{SNIPPET_CLOSE}{text[end:after]}"
+    return head + " ".join(shown.split()) + tail
 
 
 def validate_limit(limit: object) -> int:

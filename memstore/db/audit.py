@@ -16,7 +16,7 @@ from sqlalchemy import Connection, bindparam, select, text
 from memstore.core.invariants import Ledger
 from memstore.db.engine import Database
 from memstore.db.search import FTS_TABLES, POSTGRES_INDEXES, TOKENIZER
-from memstore.db.search_index import WATERMARK_TABLE, unindexed_items
+from memstore.db.search_index import WATERMARK_TABLE, fill, unindexed_items
 from memstore.db.tables import compactions, items, sessions, summaries
 
 
@@ -181,12 +181,13 @@ def _compare_index(
         conn.execute(
             text(f"CREATE VIRTUAL TABLE {_FRESH} USING fts5({listed}, tokenize='{TOKENIZER}')")
         )
-        conn.execute(
-            text(
-                f"INSERT INTO {_FRESH}(rowid, {listed}) SELECT {key}, {listed} FROM main.{table} "
-                f"WHERE {key} IN ({rows})"
-            ),
-            params,
+        fill(
+            conn,
+            _FRESH,
+            columns,
+            conn.execute(
+                text(f"SELECT {key}, {listed} FROM main.{table} WHERE {key} IN ({rows})"), params
+            ).all(),
         )
         conn.execute(
             text(

@@ -51,6 +51,7 @@ from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.pool import QueuePool, StaticPool
 
 from memstore.config import Settings
+from memstore.core.words import search_text
 from memstore.db.driver_errors import classify, storage_error, translate_errors
 from memstore.errors import (
     DatabaseMissingError,
@@ -324,6 +325,24 @@ def sqlite_engine(path: Path | None, settings: Settings, *, uri: str | None = No
     return engine
 
 
+#: The SQL function through which the search index holds a text (migration 0016): on SQLite
+#: registered here on every connection, on PostgreSQL created by the migration.
+SEARCH_TEXT_FUNCTION = "memstore_search_text"
+
+
+def register_functions(connection: sqlite3.Connection) -> None:
+    """Register memstore's SQL functions on a SQLite connection. The search index's triggers
+    call :data:`SEARCH_TEXT_FUNCTION` (migration 0016): a connection memstore did not open
+    (the ``sqlite3`` shell, a script) reads the database as it is, but must register this
+    before it writes items, summaries or long-term entries."""
+    connection.create_function(SEARCH_TEXT_FUNCTION, 1, _indexed_text, deterministic=True)
+
+
+def _indexed_text(value: str | bytes | int | float | None) -> str | bytes | int | float | None:
+    """:func:`~memstore.core.words.search_text` for SQLite, which may pass NULL or a number."""
+    return search_text(value) if isinstance(value, str) else value
+
+
 def _install_sqlite_recipe(engine: Engine, settings: Settings) -> None:
     busy_ms = int(settings.busy_timeout_s * 1000)
 
@@ -341,6 +360,7 @@ def _install_sqlite_recipe(engine: Engine, settings: Settings) -> None:
             cursor.execute("PRAGMA secure_delete = ON")
         finally:
             cursor.close()
+        register_functions(dbapi_connection)
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:

@@ -29,7 +29,6 @@ from sqlalchemy import Connection, exists, func, insert, select, update
 from memstore.config import fault_point
 from memstore.core.consolidation_report import Decision
 from memstore.core.ltm_entries import LongTermEntry
-from memstore.core.slots import SlotState, fact_digest, normalized_text
 from memstore.core.values import MemoryItem
 from memstore.db.engine import Database
 from memstore.db.lease import CLEARED
@@ -45,6 +44,7 @@ from memstore.db.tables import (
     sessions,
 )
 from memstore.errors import LeaseLostError, VersionConflictError
+from memstore.extraction.slots import SlotState, fact_digest, normalized_text
 
 
 class RunConflict(Exception):

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 #: The newest revision in migrations/versions (a test checks it against Alembic's own view).
-SCHEMA_HEAD = "0015"
+SCHEMA_HEAD = "0016"
 #: How long an opener waits, at most, for another process to finish creating or upgrading the
 #: schema (each wait for the lock itself ends at the busy timeout). Creating a new database's
 #: schema takes well under a second on an idle machine; a migration that rewrites a large

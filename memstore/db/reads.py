@@ -21,6 +21,7 @@ from sqlalchemy import Connection, Row, and_, bindparam, select
 
 from memstore.core.policy import Snapshot
 from memstore.core.records import CompactionReport, SessionInfo
+from memstore.core.summary_room import KEPT, WROTE, newest_within, summary_fate
 from memstore.core.values import (
     SUMMARY_OVERHEAD_TOKENS,
     Fate,
@@ -31,7 +32,7 @@ from memstore.core.values import (
     Priority,
 )
 from memstore.db.engine import Database
-from memstore.db.tables import compactions, items, sessions
+from memstore.db.tables import compactions, items, sessions, summaries
 from memstore.errors import (
     SessionNotFoundError,
 )
@@ -196,6 +197,68 @@ def read_snapshot(conn: Connection, session_id: str) -> Snapshot | None:
         estimator=row.estimator,
         read_at=time.time(),  # what pending calls' deadlines are judged against
     )
+
+
+_FOLD_HISTORY = (
+    select(
+        compactions.c.number,
+        compactions.c.trigger,
+        compactions.c.summary_action,
+        compactions.c.items_summarized,
+        compactions.c.items_evicted,
+        compactions.c.summary_error,
+        summaries.c.content,
+    )
+    .select_from(
+        compactions.outerjoin(
+            summaries,
+            and_(
+                summaries.c.session_id == compactions.c.session_id,
+                summaries.c.compaction_number == compactions.c.number,
+            ),
+        )
+    )
+    .where(compactions.c.session_id == bindparam("sid"))
+    .order_by(compactions.c.number.desc())
+)
+_EVICTED_BY = (
+    select(*ITEM_COLUMNS)
+    .where(
+        items.c.session_id == bindparam("sid"),
+        items.c.removed_by.in_(bindparam("numbers", expanding=True)),
+        items.c.fate == Fate.EVICTED.value,
+    )
+    .order_by(items.c.seq)
+)
+
+
+def read_fold_start(
+    conn: Connection, session_id: str, max_tokens: int
+) -> tuple[str | None, tuple[MemoryItem, ...]]:
+    """What the session's next fold starts from, beyond its snapshot: the last summary a
+    summarizer wrote, and the items phase 3 evicted since without a summarizer reading them
+    (no room, or it failed), the newest that cost at most ``max_tokens``; unless a summarizer
+    found nothing worth keeping, or the session was cleared, since
+    (:func:`memstore.core.summary_room.summary_fate`). The compactions are read newest first,
+    only as far as the first that decides."""
+    written: str | None = None
+    unread: list[int] = []
+    for row in conn.execute(_FOLD_HISTORY, {"sid": session_id}):
+        fate = summary_fate(
+            row.trigger, row.summary_action, row.items_summarized, row.summary_error
+        )
+        if fate != KEPT:
+            written = row.content if fate == WROTE else None
+            break
+        if row.items_evicted:
+            unread.append(row.number)
+    if not unread:
+        return written, ()
+    evicted = [
+        row_to_item(row)
+        for row in conn.execute(_EVICTED_BY, {"sid": session_id, "numbers": unread})
+    ]
+    return written, newest_within(evicted, max_tokens)
 
 
 async def snapshot(db: Database, session_id: str) -> Snapshot | None:

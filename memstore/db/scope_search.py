@@ -25,7 +25,8 @@ from sqlalchemy import Connection, or_, select, tuple_
 from memstore.core.search_terms import SearchHit, SearchScope
 from memstore.db.engine import Database
 from memstore.db.reads import ITEM_COLUMNS
-from memstore.db.search import _item_hit, passage_rows, search_rows, with_scope_sessions
+from memstore.db.search import passage_rows, search_rows, with_scope_sessions
+from memstore.db.search_hits import item_hit
 from memstore.db.tables import compactions, items, sessions
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ def _with_replies(conn: Connection, hits: Sequence[SearchHit]) -> list[Passage]:
             tuple_(items.c.session_id, items.c.seq).in_(sorted(wanted))
         )
         for row in conn.execute(stmt):
-            reply = _item_hit(row, score=0.0, snippet="")
+            reply = item_hit(row, score=0.0, snippet="")
             replies[(reply.session_id or "", reply.seq or 0)] = reply
     out: list[Passage] = []
     for hit in hits:

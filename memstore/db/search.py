@@ -1,8 +1,11 @@
 """Full-text search over items, summaries and long-term entries, and its audit.
 
-The index is migration 0008's, items changed by 0011_item_index: on SQLite three FTS5 tables with
-external content (``items_fts``, ``summaries_fts``, ``ltm_entries_fts``); on PostgreSQL GIN
-indexes over ``to_tsvector('english', ...)``, maintained by PostgreSQL in every write.
+The index is migration 0008's, items changed by 0011_item_index and every text by 0016: on
+SQLite three FTS5 tables with external content (``items_fts``, ``summaries_fts``,
+``ltm_entries_fts``); on PostgreSQL GIN indexes over ``to_tsvector('english',
+memstore_search_text(...))``, maintained by PostgreSQL in every write. Either way a text is
+indexed as :func:`memstore.core.words.search_text` makes it: itself, plus each character of
+its Chinese and Japanese runs, which a query's run matches as a phrase.
 On SQLite, summaries and long-term entries are indexed by the writes that make them
 (triggers), items are not: an append writes its row and nothing else
 (:mod:`memstore.db.search_index`), so a search queries ``items_fts`` and then the *tail*,
@@ -19,16 +22,14 @@ so no user text is ever parsed as query syntax. Every value is a bound parameter
 
 from __future__ import annotations
 
-import json
+import dataclasses
 from collections.abc import Sequence
-from dataclasses import fields
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import BindParameter, Connection, TextualSelect, bindparam, select, text
 
-from memstore.core.ltm_entries import LongTermEntry
 from memstore.core.search_terms import (
     SNIPPET_CLOSE,
     SNIPPET_ELLIPSIS,
@@ -36,11 +37,14 @@ from memstore.core.search_terms import (
     SNIPPET_WORDS,
     SearchHit,
     SearchScope,
+    readable_snippet,
 )
 from memstore.db import search_index
+from memstore.db.connection import SEARCH_TEXT_FUNCTION
 from memstore.db.engine import Database
 from memstore.db.fork import unique_hits
-from memstore.db.reads import ITEM_COLUMNS, row_to_item
+from memstore.db.reads import ITEM_COLUMNS
+from memstore.db.search_hits import entry_hit, item_hit, summary_hit
 from memstore.db.tables import JSONDocument, UTCDateTime, items
 from memstore.db.tables import sessions as session_rows
 
@@ -107,8 +111,9 @@ _ENTRY_TYPES = {
 def match_expression(terms: Sequence[str], dialect: str) -> str:
     """The words as *any-of* query text, each word a quoted literal of the dialect's syntax.
 
-    The words contain only letters and digits (:func:`~memstore.core.search_terms.search_terms`);
-    quoting them anyway keeps even a word such as ``NEAR`` or ``AND`` a word.
+    The words contain only letters and digits, and a phrase of them only spaces between
+    (:func:`~memstore.core.search_terms.search_terms`): quoted, a phrase is a phrase in both
+    syntaxes, and even a word such as ``NEAR`` or ``AND`` stays a word.
     """
     if dialect == "sqlite":
         return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
@@ -136,7 +141,7 @@ def _items_sql(dialect: str, scope: SearchScope, index: str = "items_fts") -> st
             f"WHERE {index} MATCH :match{where} "
             f"ORDER BY bm25({index}), i.session_id, i.seq LIMIT :limit"
         )
-    vector = f"to_tsvector({PG_CONFIG}, i.content)"
+    vector = f"to_tsvector({PG_CONFIG}, {SEARCH_TEXT_FUNCTION}(i.content))"
     query = f"to_tsquery({PG_CONFIG}, :match)"
     return (
         f"SELECT t.*, ts_headline({PG_CONFIG}, t.content, {query}, :headline) AS snippet "
@@ -171,7 +176,7 @@ def _summaries_sql(dialect: str, scope: SearchScope) -> str:
             f"WHERE summaries_fts MATCH :match{where} "
             f"ORDER BY bm25(summaries_fts), m.session_id, m.compaction_number LIMIT :limit"
         )
-    vector = f"to_tsvector({PG_CONFIG}, m.content)"
+    vector = f"to_tsvector({PG_CONFIG}, {SEARCH_TEXT_FUNCTION}(m.content))"
     query = f"to_tsquery({PG_CONFIG}, :match)"
     return (
         f"SELECT t.*, ts_headline({PG_CONFIG}, t.content, {query}, :headline) AS snippet "
@@ -197,8 +202,10 @@ def _entries_sql(dialect: str, scope: SearchScope) -> str:
             f"WHERE ltm_entries_fts MATCH :match{where} "
             f"ORDER BY bm25(ltm_entries_fts), e.scope, e.key LIMIT :limit"
         )
-    document = "e.key || ' ' || e.value::text"
-    vector = f"to_tsvector({PG_CONFIG}, {document})"
+    # As jsonb text: the json column keeps a client's escapes ("\u82b1"), which no word
+    # matches (migration 0016 indexes the same expression).
+    document = "e.key || ' ' || e.value::jsonb::text"
+    vector = f"to_tsvector({PG_CONFIG}, {SEARCH_TEXT_FUNCTION}({document}))"
     query = f"to_tsquery({PG_CONFIG}, :match)"
     return (
         f"SELECT t.*, ts_headline({PG_CONFIG}, t.document, {query}, :headline) AS snippet "
@@ -304,16 +311,19 @@ def _ranked_rows(
     hits: list[SearchHit] = []
     if scope.sessions != ():
         items_sql = _statement(_items_sql(dialect, scope), scope, _ITEM_TYPES)
-        hits += [_item_hit(row) for row in conn.execute(items_sql, params)]
+        hits += [item_hit(row) for row in conn.execute(items_sql, params)]
         if dialect == "sqlite":
             hits += _tail_hits(conn, scope, params)
         summaries_sql = _statement(_summaries_sql(dialect, scope), scope, {})
-        hits += [_summary_hit(row) for row in conn.execute(summaries_sql, params)]
+        hits += [summary_hit(row) for row in conn.execute(summaries_sql, params)]
     if scope.scopes != ():
         entries_sql = _statement(_entries_sql(dialect, scope), scope, _ENTRY_TYPES)
-        hits += [_entry_hit(row) for row in conn.execute(entries_sql, params)]
+        hits += [entry_hit(row) for row in conn.execute(entries_sql, params)]
     hits.sort(key=lambda hit: -hit.score)  # stable: each source's own order breaks ties
-    return hits[:limit]
+    return [
+        dataclasses.replace(hit, snippet=readable_snippet(hit.snippet, hit.text, terms))
+        for hit in hits[:limit]
+    ]
 
 
 def _tail_hits(conn: Connection, scope: SearchScope, params: dict[str, Any]) -> list[SearchHit]:
@@ -326,7 +336,7 @@ def _tail_hits(conn: Connection, scope: SearchScope, params: dict[str, Any]) -> 
         if not search_index.scan_tail(conn, TOKENIZER, sessions, not scope.include_active):
             return []
         sql = _items_sql("sqlite", scope, search_index.TAIL_TABLE)
-        return [_item_hit(row) for row in conn.execute(_statement(sql, scope, _ITEM_TYPES), params)]
+        return [item_hit(row) for row in conn.execute(_statement(sql, scope, _ITEM_TYPES), params)]
     finally:
         search_index.drop_tail(conn)
 
@@ -368,7 +378,7 @@ def passage_rows(
             items.c.session_id == session_id, items.c.seq.in_(wanted), items.c.fate.is_not(None)
         )
         for row in conn.execute(query):
-            reply = _item_hit(row, score=0.0, snippet="")
+            reply = item_hit(row, score=0.0, snippet="")
             replies[reply.seq or 0] = reply
     return [
         (hit,) if hit.seq is None or hit.seq + 1 not in replies else (hit, replies[hit.seq + 1])
@@ -394,46 +404,3 @@ async def passages(
             semantic=semantic,
         )
     )  # fmt: skip
-
-
-def _item_hit(row: Any, score: float | None = None, snippet: str | None = None) -> SearchHit:
-    item = row_to_item(row[: len(ITEM_COLUMNS)])
-    return SearchHit(
-        source="item",
-        text=item.content,
-        score=float(row.score) if score is None else score,
-        snippet=row.snippet if snippet is None else snippet,
-        session_id=item.session_id,
-        seq=item.seq,
-        fate=None if item.fate is None else item.fate.value,
-        compaction=item.removed_by,
-        version=item.version,
-        item=item,
-    )
-
-
-def _summary_hit(row: Any) -> SearchHit:
-    return SearchHit(
-        source="summary",
-        text=row.content,
-        score=float(row.score),
-        snippet=row.snippet,
-        session_id=row.session_id,
-        fate=row.fate,
-        compaction=row.compaction_number,
-        version=row.created_version,
-    )
-
-
-def _entry_hit(row: Any) -> SearchHit:
-    entry = LongTermEntry(
-        **{field.name: row._mapping[field.name] for field in fields(LongTermEntry)}
-    )
-    value = json.dumps(entry.value, ensure_ascii=False)
-    return SearchHit(
-        source="ltm",
-        text=f"{entry.key}: {value}",
-        score=float(row.score),
-        snippet=row.snippet,
-        entry=entry,
-    )

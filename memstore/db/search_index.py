@@ -29,8 +29,12 @@ items several times slower for a few percent on appends (migration 0011_item_ind
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import Connection, bindparam, text
+
+from memstore.core.words import search_text
+from memstore.db.connection import SEARCH_TEXT_FUNCTION
 
 #: Rows indexed per transaction at most: about 30 ms of tokenizing ~200-word items on this
 #: project's machine, the longest a write waits behind the index catching up.
@@ -46,8 +50,8 @@ _BULK_END = text(
     "ORDER BY rowid LIMIT :bulk)"
 )
 _INDEX_RANGE = text(
-    "INSERT INTO items_fts(rowid, content) SELECT rowid, content FROM items "
-    "WHERE rowid > :after AND rowid <= :upto"
+    f"INSERT INTO items_fts(rowid, content) SELECT rowid, {SEARCH_TEXT_FUNCTION}(content) "
+    "FROM items WHERE rowid > :after AND rowid <= :upto"
 )
 _MOVE_WATERMARK = text(f"UPDATE {WATERMARK_TABLE} SET upto = :upto")
 _LAG = text(f"SELECT count(*) FROM items WHERE rowid > ({_WATERMARK.text})")
@@ -104,13 +108,35 @@ def scan_tail(
     if forgotten_only:
         where += " AND fate IS NOT NULL"
     statement = text(
-        f"INSERT INTO temp.{TAIL_TABLE}(rowid, content) SELECT rowid, content "
-        f"FROM main.items WHERE rowid > ({_WATERMARK.text}){where}"
+        f"SELECT rowid, content FROM main.items WHERE rowid > ({_WATERMARK.text}){where}"
     )
     if sessions is not None:
         statement = statement.bindparams(bindparam("sessions", expanding=True))
-    added = conn.execute(statement, {"sessions": list(sessions or ())})
-    return bool(added.rowcount)
+    rows = conn.execute(statement, {"sessions": list(sessions or ())}).all()
+    fill(conn, f"temp.{TAIL_TABLE}", ["content"], rows)
+    return bool(rows)
+
+
+def fill(conn: Connection, table: str, columns: Sequence[str], rows: Sequence[Any]) -> None:
+    """Index ``rows`` (a rowid, then one text per column) into the FTS5 table ``table`` as
+    the index holds them (:func:`~memstore.core.words.search_text`), computed here rather
+    than by the SQL function: a read may run on a connection memstore did not open (a
+    user's own engine), which has no such function."""
+    if not rows:
+        return
+    listed = ", ".join(columns)
+    marks = ", ".join(f":c{n}" for n in range(len(columns)))
+    conn.execute(
+        text(f"INSERT INTO {table}(rowid, {listed}) VALUES (:rowid, {marks})"),
+        [
+            {"rowid": row[0], **{f"c{n}": _indexed(value) for n, value in enumerate(row[1:])}}
+            for row in rows
+        ],
+    )
+
+
+def _indexed(value: Any) -> Any:
+    return search_text(value) if isinstance(value, str) else value
 
 
 def drop_tail(conn: Connection) -> None:

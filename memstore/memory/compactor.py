@@ -31,6 +31,8 @@ import math
 import os
 import time
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import replace
+from functools import partial
 from typing import Any, TypeVar
 
 from memstore.config import Settings, fault_point
@@ -43,18 +45,13 @@ from memstore.core.policy import (
 )
 from memstore.core.records import CompactionReport
 from memstore.core.redaction import redact
-from memstore.core.summarizers import (
-    Summarizer,
-    summarizer_name,
-    summarizer_options,
-    summary_room,
-)
+from memstore.core.summary_room import summary_room
 from memstore.core.tokens import TokenEstimator
 from memstore.core.values import MemoryLimits
 from memstore.db import compaction
 from memstore.db.engine import Database
 from memstore.db.lease import Lease, LeaseHolder, acquire_lease, release_lease, renew_lease
-from memstore.db.reads import utcnow
+from memstore.db.reads import read_fold_start, utcnow
 from memstore.errors import (
     CompactionConflictError,
     LeaseHeldError,
@@ -62,6 +59,7 @@ from memstore.errors import (
     StorageError,
     ValidationError,
 )
+from memstore.extraction.protocols import Summarizer, summarizer_name
 from memstore.memory.tracing import COMPACT, MemorySpan, start
 from memstore.memory.worker import Worker
 
@@ -335,6 +333,13 @@ class Compactor:
         force = trigger in ("manual", "summarize_every")
         if not force and needs_compaction(snap, self._limits) is None:
             return None  # someone else's compaction already brought it down
+        # The fold resumes the last summary written, even one phase 3 set aside for room,
+        # and reads what phase 3 evicted unread since (a fold reads at most a full session).
+        written, unfolded = await self._db.run_read(
+            partial(read_fold_start, session_id=snap.session_id, max_tokens=self._limits.hard)
+        )
+        summary_written = None if written == snap.summary else written
+        snap = replace(snap, summary_written=summary_written, unfolded=unfolded)
         plan, seconds, usage = await heartbeat.guard(
             self.plan(snap, force=force, drop_noise=trigger != "summarize_every")
         )
@@ -372,12 +377,15 @@ class Compactor:
         timeout = self._settings.summarizer_timeout_s
         if draft.candidates:
             room = summary_room(draft.budget, draft.remaining, draft.candidates)
-            options = summarizer_options(self._summarizer, room, self._estimator.count)
             began = time.perf_counter()
             try:
-                new_summary = await asyncio.wait_for(
-                    self._summarizer(snap.summary, draft.candidates, **options), timeout=timeout
+                call = self._summarizer(
+                    snap.fold_from,
+                    snap.fold_items(draft.candidates),
+                    max_tokens=room,
+                    count_tokens=self._estimator.count,
                 )
+                new_summary = await asyncio.wait_for(call, timeout=timeout)
                 usage = getattr(new_summary, "usage", None)
             except TimeoutError:
                 error = f"timed out after {timeout:g}s"

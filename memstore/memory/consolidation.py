@@ -7,11 +7,11 @@ consolidation of the session, in this order, with no transaction open between th
    it, up to :data:`LEASE_WAIT_S_FACTOR` lease times), and keep it alive with a heartbeat;
 2. read the items no earlier run consumed (after a compaction: only those that left working
    memory);
-3. extract facts from them (:data:`Extractor`: the offline :class:`OfflineExtractor` by
-   default, or a model's);
+3. extract facts from them (an :class:`~memstore.Extractor`: the offline
+   :class:`~memstore.OfflineExtractor` by default, or a model's), told the budget;
 4. read what the slots those facts name hold, and decide each fact's fate
-   (:func:`memstore.core.slots.decide`: people win, nothing twice, newer supersedes older,
-   at most a fifth of the tokens consumed);
+   (:func:`memstore.extraction.slots.decide`: people win, nothing twice, newer supersedes
+   older, what the user stated always, the rest within a budget of the tokens consumed);
 5. commit the entries, the run's report and the record of what it consumed in one
    transaction, fenced by the lease (:func:`memstore.db.consolidation_runs.commit_run`); if a
    person wrote a slot meanwhile, plan again from step 4.
@@ -29,19 +29,11 @@ import contextlib
 import dataclasses
 import functools
 import os
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from memstore.config import Settings
 from memstore.core.consolidation_report import ConsolidationReport
-from memstore.core.facts import QUESTION, Fact, extract_facts
-from memstore.core.slots import (
-    FactLike,
-    budget_for,
-    decide,
-    fact_slot,
-    provenance,
-)
 from memstore.core.values import ITEM_OVERHEAD_TOKENS, MemoryItem
 from memstore.db import consolidation_runs as runs
 from memstore.db.engine import Database
@@ -52,6 +44,14 @@ from memstore.errors import (
     SessionNotFoundError,
     StorageError,
     ValidationError,
+)
+from memstore.extraction.protocols import Extractor, FactLike
+from memstore.extraction.slots import (
+    SHORT_CONVERSATION_TOKENS,
+    budget_for,
+    decide,
+    fact_slot,
+    provenance,
 )
 from memstore.memory.compactor import Heartbeat
 from memstore.memory.tracing import UPSERT_MEMORY, start
@@ -66,37 +66,6 @@ LEASE_POLL_S = 0.05
 MAX_PLANS = 3
 
 CountTokens = Callable[[str], int]
-
-
-class Extractor(Protocol):
-    """Finds facts in items: ``await extractor(items)`` returns objects with the fields of
-    :class:`~memstore.core.facts.Fact` (subject, attribute, text, seqs, said_on, weight);
-    ``name`` is recorded as each entry's extractor."""
-
-    name: str
-
-    def __call__(self, items: Sequence[MemoryItem]) -> Awaitable[Sequence[FactLike]]: ...
-
-
-class OfflineExtractor:
-    """The offline extractor: :func:`memstore.core.facts.extract_facts`, deterministic, no
-    model, the same extraction the offline summary uses. Open questions are not facts and
-    are left out; a fact with no date of its own is dated by the items it came from."""
-
-    name = "extractive"
-
-    async def __call__(self, items: Sequence[MemoryItem]) -> list[Fact]:
-        """The facts the items state (the same items always give the same facts)."""
-        when = {item.seq: item.timestamp for item in items}
-        out = []
-        for fact in extract_facts(items):
-            if fact.kind == QUESTION:
-                continue
-            if fact.said_on is None and fact.seqs:
-                said = max(when[seq] for seq in fact.seqs if seq in when).isoformat()
-                fact = dataclasses.replace(fact, said_on=said)
-            out.append(fact)
-        return out
 
 
 class Consolidator:
@@ -243,7 +212,7 @@ class Consolidator:
         pending = await runs.unconsumed_items(
             self._db, self._session_id, forgotten_only=forgotten_only
         )
-        facts = await self.extractor(pending) if pending else []
+        facts = await self._extract(pending)
         for _attempt in range(MAX_PLANS):
             report = await self._decide(scope, pending, facts, compaction, dry_run=False)
             if not pending:
@@ -286,8 +255,17 @@ class Consolidator:
         *,
         dry_run: bool,
     ) -> ConsolidationReport:
-        facts = await self.extractor(pending) if pending else []
+        facts = await self._extract(pending)
         return await self._decide(scope, pending, facts, compaction, dry_run=dry_run)
+
+    async def _extract(self, pending: Sequence[MemoryItem]) -> Sequence[FactLike]:
+        """The extractor's facts, told the budget the session has left."""
+        if not pending:
+            return []
+        source = sum(item.estimated_tokens + ITEM_OVERHEAD_TOKENS for item in pending)
+        consumed, written = await runs.session_totals(self._db, self._session_id)
+        room = max(0, budget_for(consumed + source) - written)
+        return await self.extractor(pending, max_tokens=room, count_tokens=self._count)
 
     async def _decide(
         self,
@@ -306,7 +284,8 @@ class Consolidator:
         # afford, the next run (or the end of the conversation) may.
         consumed, written = await runs.session_totals(self._db, self._session_id)
         budget = max(0, budget_for(consumed + source_tokens) - written)
-        decisions = decide(facts, slots, budget=budget, count=self._count)
+        short = consumed + source_tokens <= SHORT_CONVERSATION_TOKENS
+        decisions = decide(facts, slots, budget=budget, count=self._count, short=short)
         return ConsolidationReport(
             session_id=self._session_id,
             scope=scope,

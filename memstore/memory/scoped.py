@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from memstore.core.records import CompactionReport
     from memstore.core.tokens import TokenEstimator
     from memstore.db import Database
-    from memstore.memory.consolidation import Consolidator, Extractor
+    from memstore.extraction.protocols import Extractor
+    from memstore.memory.consolidation import Consolidator
     from memstore.memory.worker import Worker
 
 
@@ -80,7 +81,9 @@ class Consolidating:
     def consolidator(self) -> Consolidator:
         """The session's consolidation runner (loaded on first use)."""
         if self._consolidator is None:
-            from memstore.memory.consolidation import Consolidator, OfflineExtractor
+            from memstore.extraction.extractor import OfflineExtractor
+            from memstore.extraction.protocols import as_extractor
+            from memstore.memory.consolidation import Consolidator
 
             self._consolidator = Consolidator(
                 database=self._db,
@@ -89,7 +92,7 @@ class Consolidating:
                 session_id=self.session_id,
                 scope=self.scope,
                 count=self.estimator.count,
-                extractor=self.extractor or OfflineExtractor(),
+                extractor=as_extractor(self.extractor or OfflineExtractor()),
             )
         return self._consolidator
 

@@ -27,7 +27,6 @@ from memstore.config import fault_point
 from memstore.core.ltm_entries import memory_budget
 from memstore.core.policy import CompactionPlan, Snapshot
 from memstore.core.records import CompactionReport
-from memstore.core.summarizers import Summarizer
 from memstore.core.tokens import TokenEstimator
 from memstore.core.validation import validate_handle, validate_idempotency_key, validate_text
 from memstore.core.values import (
@@ -50,6 +49,7 @@ from memstore.errors import (
     MemstoreError,
     SessionNotFoundError,
 )
+from memstore.extraction.protocols import Summarizer, as_summarizer
 from memstore.memory.compactor import Compactor, compaction_trigger, wait_bound
 from memstore.memory.item_batch import new_items
 from memstore.memory.model_input import InputSources, assemble
@@ -61,7 +61,7 @@ from memstore.memory.worker import Worker, new_handle_id
 if TYPE_CHECKING:
     from memstore.config import Settings
     from memstore.db import Database
-    from memstore.memory.consolidation import Extractor
+    from memstore.extraction.protocols import Extractor
     from memstore.memory.embedding import EmbeddingService
     from memstore.memory.long_term import LongTermMemory
 
@@ -106,7 +106,7 @@ class SessionMemory(Consolidating, SessionSearch):
         self._long_term = long_term
         self.limits = limits
         self.estimator = estimator
-        self.summarizer = summarizer
+        self.summarizer = as_summarizer(summarizer)
         self.ltm_scopes = self.scoped_ltm_scopes(ltm_scopes)
         self.ltm_budget = memory_budget(ltm_budget, limits)
         #: Set: every model input recalls (``None``: only when asked, with the default).
@@ -124,7 +124,7 @@ class SessionMemory(Consolidating, SessionSearch):
             session_id=session_id,
             limits=limits,
             estimator=estimator,
-            summarizer=summarizer,
+            summarizer=self.summarizer,
             snapshot=self._snapshot_checked,
             notify=self._notify,
         )

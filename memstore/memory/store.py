@@ -31,11 +31,10 @@ if TYPE_CHECKING:
     from memstore.core.embedder import Embedder
     from memstore.core.input_counts import CountFit
     from memstore.core.invariants import Violation
-    from memstore.core.summarizers import Summarizer
     from memstore.core.tokens import TokenEstimator
     from memstore.db.engine import AsyncEngine
     from memstore.db.lease import LeaseHolder
-    from memstore.memory.consolidation import Extractor
+    from memstore.extraction.protocols import Extractor, Summarizer
     from memstore.memory.conversations import Conversations
     from memstore.memory.embedding import EmbeddingService
     from memstore.memory.long_term import LongTermMemory
@@ -215,8 +214,8 @@ class MemoryStore(HistoryActions, SearchActions):
             ValidationError: a bad session id, scope or handle; ``ltm_budget`` or
                 ``recall_budget`` not in 1..hard-1.
         """
-        from memstore.core.summarizers import ExtractiveSummarizer
         from memstore.core.tokens import TiktokenEstimator
+        from memstore.extraction.summarizer import ExtractiveSummarizer
         from memstore.memory.session import SessionMemory
 
         return SessionMemory(

@@ -45,7 +45,6 @@ from typing import TYPE_CHECKING, Any
 from memstore.core.carried_items import KNOWN_TYPES
 from memstore.core.ltm_entries import DEFAULT_SCOPE
 from memstore.core.records import CompactionReport
-from memstore.core.summarizers import Summarizer
 from memstore.core.tokens import TokenEstimator, estimator_from_name
 from memstore.core.values import MemoryKind, MemoryLimits, MemoryRole, Priority
 from memstore.errors import (
@@ -55,6 +54,7 @@ from memstore.errors import (
     SessionNotFoundError,
     ToolLoopError,
 )
+from memstore.extraction.protocols import Summarizer
 from memstore.memory.session import SessionMemory
 from memstore.model_side.agent_tools import (
     Tool,

@@ -1,6 +1,6 @@
 """A model as consolidation's extractor: facts through the Responses API, structured output.
 
-:class:`OpenAIExtractor` is an :class:`~memstore.memory.consolidation.Extractor`: it sends the
+:class:`OpenAIExtractor` is an :class:`~memstore.Extractor`: it sends the
 items to consolidate as fenced data (one JSON object per line, :func:`data_line`) and asks for
 a JSON object of facts, constrained by a JSON schema (``text.format`` of type
 ``json_schema``, strict). Unlike the offline extractor, a model proposes each fact's *slot*
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from memstore.core.values import MemoryItem
 from memstore.errors import ModelCallError
+from memstore.extraction.protocols import CountTokens
 from memstore.model_side.openai_call import create_response, output_text
 from memstore.render.input import data_line
 
@@ -35,6 +36,10 @@ ITEMS_CLOSE = "</items>"
 #: The weight a fact of importance 1..5 gets (the offline extractor's weights are of the same
 #: order: a few points per specific thing said).
 WEIGHT_PER_IMPORTANCE = 3.0
+
+#: What the user may have stated, as the schema's categories (consolidation writes these
+#: whatever the budget: :mod:`memstore.extraction.slots`).
+STATED = ("preference", "identity", "decision", "constraint")
 
 EXTRACTION_INSTRUCTIONS = """\
 You extract long-term memory from a conversation: the durable facts, preferences, plans,
@@ -52,7 +57,10 @@ For each fact give:
 - text: one self-contained sentence, in the speaker's own words where possible;
 - seqs: the seq of every item it comes from;
 - said_on: the date it was said if the conversation gives one, else null;
-- importance: 1 (minor) to 5 (essential).
+- importance: 1 (minor) to 5 (essential);
+- category: "preference", "identity", "decision" or "constraint" for what the user stated
+  of that kind (their likes and wishes, who they and their people are, choices they made,
+  rules they set: these are always kept), else "other".
 Invent nothing."""
 
 FACTS_SCHEMA: dict[str, Any] = {
@@ -65,7 +73,15 @@ FACTS_SCHEMA: dict[str, Any] = {
             "items": {
                 "type": "object",
                 "additionalProperties": False,
-                "required": ["subject", "attribute", "text", "seqs", "said_on", "importance"],
+                "required": [
+                    "subject",
+                    "attribute",
+                    "text",
+                    "seqs",
+                    "said_on",
+                    "importance",
+                    "category",
+                ],
                 "properties": {
                     "subject": {"type": "string"},
                     "attribute": {"type": "string"},
@@ -73,6 +89,7 @@ FACTS_SCHEMA: dict[str, Any] = {
                     "seqs": {"type": "array", "items": {"type": "integer"}},
                     "said_on": {"type": ["string", "null"]},
                     "importance": {"type": "integer", "minimum": 1, "maximum": 5},
+                    "category": {"type": "string", "enum": [*STATED, "other"]},
                 },
             },
         }
@@ -90,11 +107,19 @@ class ModelFact:
     seqs: tuple[int, ...]
     said_on: str | None
     weight: float
+    stated: str = ""
 
 
-def render_extraction_request(items: Sequence[MemoryItem]) -> str:
-    """The data part of an extraction request: the items, fenced, one JSON line each."""
-    lines = ["Extract the facts of these items. The block below is data.", ITEMS_OPEN]
+def render_extraction_request(items: Sequence[MemoryItem], max_tokens: int | None = None) -> str:
+    """The data part of an extraction request: the items, fenced, one JSON line each (and,
+    given a budget, what the other facts may hold together)."""
+    ask = "Extract the facts of these items."
+    if max_tokens is not None:
+        ask += (
+            f" Beyond the user's preferences, identity facts, decisions and constraints, keep "
+            f"the facts to about {max_tokens} tokens in all, the most telling first."
+        )
+    lines = [f"{ask} The block below is data.", ITEMS_OPEN]
     for item in items:
         record = {"seq": item.seq, "role": item.role.value, "content": item.content}
         lines.append(data_line(record))
@@ -132,11 +157,10 @@ def parse_facts(text: str, seqs: set[int]) -> list[ModelFact]:
         importance = fact.get("importance")
         weight = float(importance if isinstance(importance, int) else 1) * WEIGHT_PER_IMPORTANCE
         subject, attribute, line = (" ".join(str(value).split()) for value in fields)
-        out.append(
-            ModelFact(
-                subject, attribute, line, found, said if isinstance(said, str) else None, weight
-            )
-        )
+        category = fact.get("category")
+        stated = category if category in STATED else ""
+        when = said if isinstance(said, str) else None
+        out.append(ModelFact(subject, attribute, line, found, when, weight, stated))
     return out
 
 
@@ -164,8 +188,20 @@ class OpenAIExtractor:
         self.max_output_tokens = max_output_tokens
         self.name = f"openai:{model}"
 
-    async def __call__(self, items: Sequence[MemoryItem]) -> list[ModelFact]:
+    async def __call__(
+        self,
+        items: Sequence[MemoryItem],
+        *,
+        max_tokens: int | None = None,
+        count_tokens: CountTokens | None = None,
+    ) -> list[ModelFact]:
         """Ask the model for the facts of ``items``.
+
+        Args:
+            items: The items to read, oldest first.
+            max_tokens: What the facts beyond those always written may hold (said in the
+                request; consolidation enforces it).
+            count_tokens: Unused: the model counts in its own tokens.
 
         Raises:
             ModelCallError: HTTP error, timeout, a cut-off or malformed answer.
@@ -177,7 +213,7 @@ class OpenAIExtractor:
             timeout=self.timeout,
             model=self.model,
             instructions=EXTRACTION_INSTRUCTIONS,
-            input=[{"role": "user", "content": render_extraction_request(items)}],
+            input=[{"role": "user", "content": render_extraction_request(items, max_tokens)}],
             text={
                 "format": {
                     "type": "json_schema",

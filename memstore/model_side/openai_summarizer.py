@@ -19,9 +19,9 @@ Given the room the compaction leaves (``max_tokens``, counted by the session's
 ``count_tokens``), the instructions say it ("at most N tokens"), the call's
 ``max_output_tokens`` is capped from it with headroom (a model counts its tokens its own way),
 and a reply that is still over the room is fitted to it by whole lines, the least informative
-first, as the extractive summary is (:func:`~memstore.core.summary_fit.fit_summary`).
+first, as the extractive summary is (:func:`~memstore.extraction.summary_fit.fit_summary`).
 
-The answer is the new summary: a :class:`~memstore.core.summarizers.SummaryText` carrying the
+The answer is the new summary: a :class:`~memstore.SummaryText` carrying the
 call's token usage, which the store records in the compaction report. An HTTP error, a
 timeout, a malformed reply or an empty one raises :class:`~memstore.errors.ModelCallError`;
 the store records it as the report's ``summary_error`` and phase 3 still bounds memory. A
@@ -37,11 +37,11 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from memstore.core.summarizers import SummaryText
-from memstore.core.summary_fit import CountTokens, fit_summary
 from memstore.core.tokens import WordEstimator
 from memstore.core.values import MemoryItem
 from memstore.errors import ModelCallError
+from memstore.extraction.protocols import SummaryText
+from memstore.extraction.summary_fit import CountTokens, fit_summary
 from memstore.model_side.openai_call import create_response, output_text, usage_of
 from memstore.render.input import data_line
 

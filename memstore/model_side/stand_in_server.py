@@ -36,8 +36,8 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
-from memstore.core.summarizers import ExtractiveSummarizer
 from memstore.core.values import DEFAULT_KIND, MemoryItem, MemoryKind, Priority, parse_kind
+from memstore.extraction.summarizer import ExtractiveSummarizer
 from memstore.model_side.openai_summarizer import (
     SUMMARY_INSTRUCTIONS,
     parse_summary_request,

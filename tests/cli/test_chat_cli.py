@@ -139,8 +139,10 @@ def test_compactions_are_shown_as_they_happen(
     out = result.stdout
     assert "⟳ compaction #1:" in out and "summarized" in out
     assert "summarizer used" in out  # the OpenAI summarizer's usage, from the stand-in
-    # /memory: the user's rules are the summary's constraints
-    assert "summary: Constraints:\n- Step " in out and "must never run on Fridays" in out
+    # /memory: the user's rules are what the summary keeps (the room is 24 tokens: a rule,
+    # whole, and not always its heading)
+    summary = out.split("summary: ", 1)[1]
+    assert "Step " in summary and "the deploy must never run on Fridays" in summary
     assert "not a turn" not in out  # /exit ended the input
     summary_requests = [b for b in standin.bodies if is_summary_request(b)]
     assert summary_requests

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import write_worked_example
+from conftest import raw_sqlite, write_worked_example
 
 from memstore.cli import main
 
@@ -40,7 +39,7 @@ TAMPERING = {
 @pytest.mark.parametrize("rule", sorted(TAMPERING))
 def test_tampering_is_reported(db_path: Path, rule: str) -> None:
     write_worked_example(db_path)
-    with sqlite3.connect(db_path) as conn:  # foreign keys off: a hand edit can break them
+    with raw_sqlite(db_path) as conn:  # foreign keys off: a hand edit can break them
         conn.execute(TAMPERING[rule])
     result = check(db_path, "--json")
     assert result.exit_code == 1
@@ -54,7 +53,7 @@ def test_tampering_is_reported(db_path: Path, rule: str) -> None:
 
 def test_foreign_key_breakage_is_reported_database_wide(db_path: Path) -> None:
     write_worked_example(db_path)
-    with sqlite3.connect(db_path) as conn:
+    with raw_sqlite(db_path) as conn:
         conn.execute("DELETE FROM compactions")
     result = check(db_path)
     assert result.exit_code == 1

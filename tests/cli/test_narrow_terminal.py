@@ -21,8 +21,10 @@ from typing import Any
 
 import pytest
 from conftest import add_worked_example, memstore_cli, memstore_command
+from rich.console import Console
 
 from memstore import MemoryLimits, MemoryStore, WordEstimator
+from memstore.cli.output import narrow_listing, plain
 
 COLUMNS = 60
 #: Words the layouts print around the data (titles, headers, figures' names).
@@ -154,3 +156,19 @@ def test_the_demo_shows_whole_words_of_each_item_on_60_columns(tmp_path: Path) -
     # Each item shows words of its content (not 6 characters), and only whole ones.
     assert all(len(preview.split()) >= 5 for preview in previews), previews
     assert broken_words("\n".join(previews), stored) == []
+
+
+@pytest.mark.parametrize("width", range(30, 48, 3))
+def test_a_key_wider_than_its_column_breaks_after_its_punctuation(width: int) -> None:
+    """A long-term entry's key (a search hit's snippet) has no spaces to wrap at: it breaks
+    after its separators, never inside one of its words."""
+    key = "fact:assistant:noted-[lisbon]~f87c0a"
+    said = f"hits where snippet 1. ltm {key} and the rest of it"
+    table = narrow_listing("hits", "where", "snippet")
+    table.add_row("1. ltm", plain(f"{key} and the rest of it"))
+    console = Console(width=width, record=True)
+    console.print(table)
+    printed = console.export_text()
+    assert [line for line in printed.splitlines() if len(line) > width] == []
+    assert broken_words(printed, set(_WORD.findall(said))) == []
+    assert "".join(printed.split()).count(key) == 1  # every character, in order

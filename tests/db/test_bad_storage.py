@@ -27,6 +27,7 @@ from badinput import (
     sidecars,
     state,
 )
+from conftest import damage_items, raw_sqlite
 
 from memstore import (
     CorruptDatabaseError,
@@ -104,7 +105,7 @@ async def test_directory_is_not_a_database(tmp_path: Path) -> None:
 
 
 def _set_revision(path: Path, revision: str) -> None:
-    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+    with closing(raw_sqlite(path, isolation_level=None)) as conn:
         conn.execute("UPDATE alembic_version SET version_num = ?", (revision,))
 
 
@@ -137,7 +138,7 @@ async def test_upgrade_false_on_an_empty_database(db_path: Path) -> None:
         await MemoryStore.open(db_path, upgrade=False)
     assert type(info.value) is SchemaOutdatedError
     assert "empty" in str(info.value) and head_revision() in str(info.value)
-    with closing(sqlite3.connect(db_path)) as conn:
+    with closing(raw_sqlite(db_path)) as conn:
         assert conn.execute("SELECT name FROM sqlite_master").fetchall() == []
 
 
@@ -172,7 +173,7 @@ async def test_lock_timeout_is_typed_and_writes_nothing(db_path: Path) -> None:
         handle = store.session(SESSION, limits=LIMITS, estimator=WordEstimator())
         await handle.add("user", FIRST)
         before = state(db_path)
-        holder = sqlite3.connect(db_path, isolation_level=None)
+        holder = raw_sqlite(db_path, isolation_level=None)
         try:
             holder.execute("BEGIN IMMEDIATE")
             secret = "confidential-content-4242"
@@ -201,7 +202,7 @@ async def test_open_while_another_process_writes(
     memory: SessionMemory, bad_store: MemoryStore, db_path: Path
 ) -> None:
     await bad_store.close()
-    holder = sqlite3.connect(db_path, isolation_level=None)
+    holder = raw_sqlite(db_path, isolation_level=None)
     try:
         holder.execute("BEGIN IMMEDIATE")
         before = state(db_path)
@@ -353,9 +354,8 @@ async def test_a_row_that_is_not_utf8_fails_cleanly_and_its_chain_quotes_nothing
     path = tmp_path / "bad-utf8.db"
     async with MemoryStore.open(path) as store:
         await store.session("s", limits=LIMITS, estimator=WordEstimator()).add("user", "hello")
-    with closing(sqlite3.connect(path)) as conn:  # "Secret" after a byte that is not UTF-8
-        conn.execute("UPDATE items SET content = CAST(x'ff536563726574' AS TEXT)")
-        conn.commit()
+    with closing(raw_sqlite(path)) as conn:  # "Secret" after a byte that is not UTF-8
+        damage_items(conn, "UPDATE items SET content = CAST(x'ff536563726574' AS TEXT)")
     async with MemoryStore.open(path) as store:
         with pytest.raises(StorageError) as info:
             await store.session("s", limits=LIMITS, estimator=WordEstimator()).items()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from badinput import digest
-from conftest import memstore_cli
+from conftest import damage_items, memstore_cli, raw_sqlite
 
 from memstore import (
     CorruptDatabaseError,
@@ -48,13 +48,16 @@ def garble_middle(path: Path) -> None:
 
 
 def not_utf8(path: Path, seq: int) -> None:
-    with closing(sqlite3.connect(path)) as conn:
-        conn.execute("UPDATE items SET content = CAST(x'ff4e6f74' AS TEXT) WHERE seq = ?", (seq,))
-        conn.commit()
+    """Damage one stored text: bytes that are not UTF-8 where the text was (written past the
+    index's update trigger, whose function cannot read such a text, as damage would be)."""
+    with closing(raw_sqlite(path)) as conn:
+        damage_items(
+            conn, "UPDATE items SET content = CAST(x'ff4e6f74' AS TEXT) WHERE seq = ?", seq
+        )
 
 
 def integrity(path: Path) -> str:
-    with closing(sqlite3.connect(path)) as conn:
+    with closing(raw_sqlite(path)) as conn:
         try:
             return str(conn.execute("PRAGMA integrity_check").fetchone()[0])
         except sqlite3.DatabaseError as error:
@@ -110,7 +113,7 @@ def test_the_cli_never_reports_a_stored_item_as_failed(tmp_path: Path) -> None:
     assert "added #6" in result.stdout
     assert "Warning: the item is stored, but reading the session failed" in result.stderr
     assert "Traceback" not in result.stderr
-    with closing(sqlite3.connect(path)) as conn:
+    with closing(raw_sqlite(path)) as conn:
         assert conn.execute("SELECT max(seq) FROM items").fetchone() == (6,)
 
 

@@ -261,7 +261,9 @@ async def test_a_refused_commit_says_the_lease_was_taken_over(store: MemoryStore
     assert isinstance(taken, lease.Lease)
     snap = await reads.snapshot(store.database, "s")
     assert snap is not None
-    plan = plan_compaction(snap, LIMITS, WordEstimator().count, lambda p, i: "s", force=True)
+    plan = plan_compaction(
+        snap, LIMITS, WordEstimator().count, lambda p, i, **room: "s", force=True
+    )
     await set_holder(store, lease_owner="w2")
     context = compaction.CommitContext(
         "w1", taken.token, "manual", None, LIMITS, "h", os.getpid(), reads.utcnow(), 0.0, 1

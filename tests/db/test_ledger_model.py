@@ -121,7 +121,7 @@ class LedgerMachine(RuleBasedStateMachine):
         if snap is None:
             return
 
-        def summarize(previous: str | None, items: object) -> str:
+        def summarize(previous: str | None, items: object, **room: object) -> str:
             if fail:
                 raise RuntimeError("summarizer failure")
             return f"summary {self.tokens}"

@@ -54,7 +54,7 @@ async def plan_as(
     snap = await reads.snapshot(store.database, "p")
     assert snap is not None
     plan = plan_compaction(
-        snap, LIMITS, count, lambda prev, items: f"by {owner} {token}", force=True
+        snap, LIMITS, count, lambda prev, items, **room: f"by {owner} {token}", force=True
     )
     return token, plan
 

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import sqlite3
 from pathlib import Path
 
 import pytest
 from alembic import command
-from conftest import memstore_cli
+from conftest import memstore_cli, raw_sqlite
 from sqlalchemy import create_engine
 
 from memstore import MemoryLimits, MemoryStore, WordEstimator
@@ -30,7 +29,10 @@ async def chatter(store: MemoryStore, session_id: str, turns: int = 24) -> Sessi
 
 
 async def found(store: MemoryStore, query: str) -> set[tuple[str | None, int | None]]:
-    return {(h.session_id, h.seq) for h in await store.search(query, limit=1000)}
+    """The items ``query`` finds (the index under test), not the summaries: a summary keeps
+    the code word too, a specific the fold does not lose."""
+    hits = await store.search(query, limit=1000)
+    return {(h.session_id, h.seq) for h in hits if h.source == "item"}
 
 
 async def test_compaction_prune_purge_and_import_keep_the_index(any_store: MemoryStore) -> None:
@@ -76,7 +78,7 @@ def _downgrade_then_upgrade(path: Path, rows_between: int = 0) -> None:
         with engine.begin() as conn:
             command.downgrade(alembic_config(conn), "0006")
         if rows_between:
-            with contextlib.closing(sqlite3.connect(path)) as raw, raw:
+            with contextlib.closing(raw_sqlite(path)) as raw, raw:
                 raw.executemany(
                     "INSERT INTO items (id, session_id, seq, role, kind, priority, content, "
                     "created_at, estimated_tokens, added_version, version) "
@@ -122,14 +124,14 @@ def test_check_reports_an_index_that_disagrees_with_its_rows(db_path: Path) -> N
 
     asyncio.run(write())
     assert memstore_cli(db_path, "check").returncode == 0
-    with contextlib.closing(sqlite3.connect(db_path)) as raw, raw:
+    with contextlib.closing(raw_sqlite(db_path)) as raw, raw:
         # A write that went around the triggers: the row changed, its index entry did not.
         raw.execute("DROP TRIGGER items_fts_update")
         raw.execute("UPDATE items SET content = 'rewritten behind the index' WHERE seq = 3")
     result = memstore_cli(db_path, "check", "s1")
     assert result.returncode == 1
     assert "missing items_fts_update" in result.stdout
-    with contextlib.closing(sqlite3.connect(db_path)) as raw, raw:
+    with contextlib.closing(raw_sqlite(db_path)) as raw, raw:
         raw.execute(
             "CREATE TRIGGER items_fts_update AFTER UPDATE OF content ON items BEGIN "
             "INSERT INTO items_fts(items_fts, rowid, content) "
@@ -141,6 +143,6 @@ def test_check_reports_an_index_that_disagrees_with_its_rows(db_path: Path) -> N
     assert result.returncode == 1
     assert f"items rowid {rowid} differ" in result.stdout
     # The check wrote nothing, not even its scratch tables.
-    with contextlib.closing(sqlite3.connect(db_path)) as raw:
+    with contextlib.closing(raw_sqlite(db_path)) as raw:
         names = {row[0] for row in raw.execute("SELECT name FROM sqlite_master")}
     assert not any(name.startswith("memstore_check") for name in names)

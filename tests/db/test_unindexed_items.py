@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from alembic import command
-from conftest import memstore_cli
+from conftest import memstore_cli, raw_sqlite
 from sqlalchemy import Connection, create_engine, text
 
 from memstore import MemoryLimits, MemoryStore, WordEstimator
@@ -52,7 +52,10 @@ async def chatter(
 
 
 async def found(store: MemoryStore, query: str) -> set[tuple[str | None, int | None]]:
-    return {(h.session_id, h.seq) for h in await store.search(query, limit=1000)}
+    """The items ``query`` finds (the index under test), not the summaries: a summary keeps
+    the code word too, a specific the fold does not lose."""
+    hits = await store.search(query, limit=1000)
+    return {(h.session_id, h.seq) for h in hits if h.source == "item"}
 
 
 async def catch_up(store: MemoryStore) -> None:
@@ -63,13 +66,13 @@ async def catch_up(store: MemoryStore) -> None:
 
 def fts_integrity(path: Path) -> None:
     """FTS5's integrity check, against the content table too (raises on a corrupt index)."""
-    with contextlib.closing(sqlite3.connect(path)) as raw, raw:
+    with contextlib.closing(raw_sqlite(path)) as raw, raw:
         raw.execute("INSERT INTO items_fts(items_fts, rank) VALUES ('integrity-check', 1)")
 
 
 @contextlib.contextmanager
-def raw_sqlite(path: Path) -> Iterator[sqlite3.Connection]:
-    with contextlib.closing(sqlite3.connect(path)) as raw, raw:
+def raw_database(path: Path) -> Iterator[sqlite3.Connection]:
+    with contextlib.closing(raw_sqlite(path)) as raw, raw:
         yield raw
 
 
@@ -81,7 +84,7 @@ async def test_searches_see_items_that_are_not_indexed(any_store: MemoryStore) -
 
     assert await found(any_store, "zanzibar1") == {("s1", 1)}  # forgotten, not indexed
     assert await found(any_store, "zanzibar2") == {("s2", 1)}  # active, not indexed
-    assert [h.seq for h in await memory.search("zanzibar1")] == [1]
+    assert [h.seq for h in await memory.search("zanzibar1") if h.source == "item"] == [1]
     assert await other.search("zanzibar2") == []  # active: only with include_active
     assert [h.seq for h in await other.search("zanzibar2", include_active=True)] == [1]
     roomy = MemoryLimits(hard=300, target=150, keep_recent=2)  # room for the recall message
@@ -123,7 +126,8 @@ async def test_a_read_only_store_and_the_cli_see_unindexed_items(db_path: Path) 
             assert await index_lag(reading.database) == lag  # the reader indexed nothing
         result = memstore_cli(db_path, "search", "zanzibar1", "--json")
         assert result.returncode == 0, result.stderr
-        assert [(h["session_id"], h["seq"]) for h in json.loads(result.stdout)] == [("s1", 1)]
+        hits = [h for h in json.loads(result.stdout) if h["source"] == "item"]
+        assert [(h["session_id"], h["seq"]) for h in hits] == [("s1", 1)]
         assert await index_lag(writing.database) == lag
     # Closing the writing store caught the index up.
     async with MemoryStore.open(db_path, read_only=True) as reading:
@@ -165,7 +169,7 @@ async def test_deleting_rows_the_index_never_held_keeps_it_sound(db_path: Path) 
         assert await found(store, popped.content.split()[1]) >= {("s1", popped.seq)}
     fts_integrity(db_path)
     # The check above would have caught it: telling FTS5 to delete a row it never held.
-    with raw_sqlite(db_path) as raw:
+    with raw_database(db_path) as raw:
         raw.execute("INSERT INTO items (id, session_id, seq, role, kind, priority, content, "
                     "created_at, estimated_tokens, added_version, version) SELECT 'x', id, "
                     "last_seq + 1, 'user', 'USER_MESSAGE', 50, 'never indexed', "
@@ -216,13 +220,13 @@ async def test_migration_0011_down_and_up_over_unindexed_rows(db_path: Path) -> 
         # Down while s2 is unindexed: before it every row was indexed, so the migration
         # indexes them.
         await store.database.run_write(lambda conn: command.downgrade(alembic_config(conn), BELOW))
-    with raw_sqlite(db_path) as raw:
+    with raw_database(db_path) as raw:
         assert raw.execute("SELECT count(*) FROM items_fts WHERE items_fts MATCH 'zanzibar2'")
         names = {row[0] for row in raw.execute("SELECT name FROM sqlite_master")}
         assert "items_fts_insert" in names and "items_fts_watermark" not in names
         raw.execute("INSERT INTO items_fts(items_fts, rank) VALUES ('integrity-check', 1)")
     _at_revision(db_path, "head", "upgrade")
-    with raw_sqlite(db_path) as raw:
+    with raw_database(db_path) as raw:
         names = {row[0] for row in raw.execute("SELECT name FROM sqlite_master")}
         assert "items_fts_insert" not in names
         (upto,) = raw.execute("SELECT upto FROM items_fts_watermark").fetchone()

@@ -1,6 +1,6 @@
 """Consolidation's rules: which long-term entry a fact belongs to, and what happens to it.
 
-A fact an extractor finds (:class:`memstore.core.facts.Fact`) names a *slot*: its subject and
+A fact an extractor finds (:class:`memstore.extraction.facts.Fact`) names a *slot*: its subject and
 attribute ("user" + "home city"). The slot is the entry's key, ``fact:<subject>:<attribute>``
 (:func:`slot_key`), in the scope of the session it came from; the entry's value is the fact's
 text as it was said. Consolidation writes only keys under :data:`FACT_PREFIX`, so the keys an
@@ -22,12 +22,16 @@ holds now (:class:`SlotState`), in this order:
 4. **newer supersedes older.** A fact said before the live entry's fact is skipped
    (``older than the entry``); otherwise it replaces the entry as a new version, and the
    entry's history keeps the old one.
-5. **compact.** The facts a session's runs write hold at most :data:`COMPACTION_RATIO` of the
+5. **what a person would note first.** What the user *stated* (a preference, who they are,
+   a rule, a decision; :attr:`memstore.extraction.facts.Fact.stated`) is always written, and
+   so is every other statement of the user's in a conversation of at most
+   :data:`SHORT_CONVERSATION_TOKENS`: a short chat's few facts are the whole point of it.
+6. **compact.** The rest the session's runs write holds at most :func:`budget_for` the
    tokens of the items they consumed (counted over all its runs, so a small batch's unspent
    budget goes to the next); the facts that add most per token are taken first, by the rule
-   the summary keeps its lines by (:func:`memstore.core.statements.coverage_order`: a share of the
-   extractor's weight and the words no fact taken before holds, over the entry's tokens;
-   ``over the budget`` for the rest).
+   the summary keeps its lines by (:func:`memstore.extraction.statements.coverage_order`: a
+   share of the extractor's weight and the words no fact taken before holds, over the
+   entry's tokens; ``over the budget`` for the rest).
 
 Pure code: the reads and the transaction are :mod:`memstore.db.consolidation_runs`, the run
 :mod:`memstore.memory.consolidation`.
@@ -35,20 +39,22 @@ Pure code: the reads and the transaction are :mod:`memstore.db.consolidation_run
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from memstore.core.consolidation_report import OVER_BUDGET, SKIP, SUPERSEDE, WRITE, Decision
 from memstore.core.dates import parse_formatted
-from memstore.core.statements import (
+from memstore.extraction.protocols import FactLike
+from memstore.extraction.specifics import has_digit
+from memstore.extraction.statements import (
     SCORE_SHARE,
-    SPEAKER,
     Candidate,
-    content_words,
+    content_units,
     coverage_order,
     new_words,
 )
@@ -56,9 +62,15 @@ from memstore.core.statements import (
 #: Every key consolidation writes starts with this: the rest of the key space is the
 #: application's.
 FACT_PREFIX = "fact:"
-#: Entries may hold at most this share of the tokens of the conversation they distil: a
-#: digest, not a second transcript.
-COMPACTION_RATIO = 0.2
+#: A long conversation's entries may hold at most this share of its tokens: a digest, not a
+#: second transcript (a quarter: room for its stated facts and the telling rest).
+ENTRY_SHARE = 0.25
+#: A conversation up to this long is a short one: everything its user stated is written,
+#: and its entries may hold this many tokens (past it, the budget stays this until the
+#: share of a longer conversation is more).
+SHORT_CONVERSATION_TOKENS = 2000
+#: What the user stated on purpose, written whatever the budget.
+ALWAYS_WRITTEN = frozenset({"preference", "identity", "decision", "constraint"})
 #: Keys are read by people in listings; a longer slot name is clipped and made unique by a
 #: short hash of the whole.
 MAX_SLOT_CHARS = 120
@@ -79,43 +91,33 @@ LATER_IN_RUN = "a later fact of this run fills the slot"
 CountTokens = Callable[[str], int]
 
 
-class FactLike(Protocol):
-    """What consolidation reads of a fact (:class:`memstore.core.facts.Fact` has it)."""
-
-    @property
-    def subject(self) -> str: ...
-    @property
-    def attribute(self) -> str: ...
-    @property
-    def text(self) -> str: ...
-    @property
-    def seqs(self) -> Sequence[int]: ...
-    @property
-    def said_on(self) -> Any: ...
-    @property
-    def weight(self) -> float: ...
-
-
 _UNSAFE = re.compile(r"[^\w.@+-]+")
+#: The speaker's label a statement's text opens with, left out of its slot's words.
+_SPEAKER = re.compile(r"^[^\W\d_][\w.'-]*(?: [^\W\d_][\w.'-]*){0,2}:\s+(?=\S)")
 
 
 def _slug(text: str) -> str:
     return _UNSAFE.sub("-", " ".join(text.split()).casefold()).strip("-") or "_"
 
 
-def slot_key(subject: str, attribute: str, text: str = "") -> str:
+@functools.lru_cache(maxsize=16384)
+def slot_key(subject: str, attribute: str, text: str = "", identity: bool = False) -> str:
     """The entry key of a fact's slot, lowercase, white space and punctuation as ``-``.
 
     ``fact:<subject>:<attribute>`` when the extractor named an attribute (a newer fact about
     it supersedes the older); otherwise the fact is its own slot, named by its first content
     words and a short hash of all of them (``fact:user:sister-maria~3f2a9c``),
-    so the same fact said again, in any punctuation, lands on the same key. Past
+    so the same fact said again, in any punctuation, lands on the same key. An ``identity``
+    fact (``my passport number is ...``) is named without the words that hold a digit: what
+    it is about is its slot, its value what a newer statement replaces. Past
     :data:`MAX_SLOT_CHARS` the slot is clipped and made unique by a hash of the whole.
     """
     if attribute.strip():
         slot = f"{_slug(subject)}:{_slug(attribute)}"
     else:
-        words = content_words(SPEAKER.sub("", text, count=1))
+        words = content_units(_SPEAKER.sub("", text, count=1))
+        if identity:
+            words = tuple(word for word in words if not has_digit(word))
         digest = hashlib.sha256(" ".join(sorted(set(words))).encode()).hexdigest()
         digest = digest[:DIGEST_CHARS]
         slot = f"{_slug(subject)}:{_slug(' '.join(words[:SLUG_WORDS]))}~{digest}"
@@ -127,7 +129,8 @@ def slot_key(subject: str, attribute: str, text: str = "") -> str:
 
 def fact_slot(fact: FactLike) -> str:
     """The entry key of ``fact`` (:func:`slot_key`)."""
-    return slot_key(fact.subject, fact.attribute, fact.text)
+    identity = getattr(fact, "stated", "") == "identity"
+    return slot_key(fact.subject, fact.attribute, fact.text, identity)
 
 
 def normalized_text(text: str) -> str:
@@ -178,8 +181,16 @@ class SlotState:
 
 
 def budget_for(source_tokens: int) -> int:
-    """The tokens a run's entries may hold: :data:`COMPACTION_RATIO` of what it consumed."""
-    return int(source_tokens * COMPACTION_RATIO)
+    """The tokens the entries of a conversation of ``source_tokens`` may hold, beside what
+    is always written: all of a short one, :data:`SHORT_CONVERSATION_TOKENS` of a middling
+    one, :data:`ENTRY_SHARE` of a long one."""
+    return int(max(min(source_tokens, SHORT_CONVERSATION_TOKENS), source_tokens * ENTRY_SHARE))
+
+
+def always_written(fact: FactLike, short: bool) -> bool:
+    """Whether ``fact`` is written whatever the budget (module docstring, rule 5)."""
+    stated = str(getattr(fact, "stated", "") or "")
+    return stated in ALWAYS_WRITTEN or (short and stated == "user")
 
 
 def entry_cost(key: str, text: str, count: CountTokens) -> int:
@@ -199,18 +210,22 @@ def decide(
     *,
     budget: int,
     count: CountTokens,
+    short: bool = False,
 ) -> list[Decision]:
-    """Decide each fact's fate (module docstring), most said per token first.
+    """Decide each fact's fate (module docstring): what is always written first, then the
+    rest most said per token first, within ``budget``.
 
     Args:
         facts: What the extractor proposed.
         slots: The state of every slot those facts name (a missing key: an empty slot).
-        budget: Tokens the written entries may hold together.
+        budget: Tokens the entries not always written may hold together.
         count: The session's token estimator.
+        short: The conversation is a short one (rule 5: every statement of the user's is
+            written).
 
     Returns:
-        One decision per fact: those that write first (most said per token first), then
-        the skipped.
+        One decision per fact: those that write first (in the order chosen), then the
+        skipped.
     """
     chosen: dict[str, FactLike] = {}
     decisions: list[Decision] = []
@@ -220,25 +235,34 @@ def decide(
             decisions.append(_decision(key, fact, SKIP, LATER_IN_RUN, count))
         else:
             chosen[key] = fact
-    # What adds most per token first (:func:`coverage_order`): a budget of a fifth holds
-    # more of what a later question asks for as many short facts on different things than
-    # as a few long ones, or several on the same thing.
     pairs = list(chosen.items())
+    first = [n for n, (_, fact) in enumerate(pairs) if always_written(fact, short)]
+    exempt = set(first)
+    rest = [n for n in range(len(pairs)) if n not in exempt]
+    # What adds most per token first (:func:`coverage_order`): a budget holds more of what
+    # a later question asks for as many short facts on different things than as a few long
+    # ones, or several on the same thing.
     costs = [entry_cost(key, fact.text, count) for key, fact in pairs]
     candidates = [
-        Candidate(new_words(fact.text), SCORE_SHARE * fact.weight, cost, -min(fact.seqs, default=0))
-        for (key, fact), cost in zip(pairs, costs, strict=True)
+        Candidate(
+            new_words(pairs[n][1].text),
+            SCORE_SHARE * pairs[n][1].weight,
+            costs[n],
+            -min(pairs[n][1].seqs, default=0),
+        )
+        for n in rest
     ]
-    ranked = [(pairs[n], costs[n]) for n in coverage_order(candidates)]
+    ranked = first + [rest[i] for i in coverage_order(candidates)]
     used = 0
     writes: list[Decision] = []
-    for (key, fact), cost in ranked:
+    for n in ranked:
+        key, fact = pairs[n]
         state = slots.get(key, SlotState())
         action, reason = _verdict(fact, state)
-        if action != SKIP and used + cost > budget:
+        if action != SKIP and n not in exempt and used + costs[n] > budget:
             action, reason = SKIP, OVER_BUDGET
-        if action != SKIP:
-            used += cost
+        if action != SKIP and n not in exempt:
+            used += costs[n]
         made = _decision(key, fact, action, reason, count, state)
         (writes if made.writes else decisions).append(made)
     return writes + decisions
