@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from memstore.extraction.protocols import Extractor, Summarizer, SummaryText
     from memstore.extraction.summarizer import ExtractiveSummarizer
     from memstore.memory.long_term import LongTermChange, LongTermEntry, LongTermMemory
+    from memstore.memory.options import SessionOptions
     from memstore.memory.session import SessionMemory
     from memstore.memory.store import MemoryStore
     from memstore.model_side.embedders import OpenAIEmbedder, WordLlamaEmbedder
@@ -119,6 +120,7 @@ _EXPORTS = {
     "SessionHistory": "memstore.core.records",
     "SessionInfo": "memstore.core.records",
     "SessionMemory": "memstore.memory.session",
+    "SessionOptions": "memstore.memory.options",
     "SessionExistsError": "memstore.errors",
     "SessionNotFoundError": "memstore.errors",
     "Settings": "memstore.config",
@@ -204,6 +206,7 @@ __all__ = [
     "SessionInfo",
     "SessionMemory",
     "SessionNotFoundError",
+    "SessionOptions",
     "Settings",
     "StorageError",
     "StorageFullError",

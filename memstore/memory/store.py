@@ -10,7 +10,7 @@ import functools
 import os
 import socket
 import uuid
-from collections.abc import Generator, Iterable
+from collections.abc import Generator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -18,30 +18,32 @@ from typing import TYPE_CHECKING, Any
 from memstore.config import Settings
 from memstore.core.records import SessionHistory, SessionInfo
 from memstore.core.validation import validate_session_id
-from memstore.core.values import MemoryLimits
 from memstore.db import Database, open_database, reads
 from memstore.db.migrate import ensure_schema
 from memstore.errors import CorruptDatabaseError, SessionNotFoundError, StorageFullError
-from memstore.memory.history_actions import HistoryActions
-from memstore.memory.store_search import SearchActions
+from memstore.memory.history_actions import StoreHistory
+from memstore.memory.options import SessionOptions
+from memstore.memory.parts import delegate
+from memstore.memory.store_search import StoreSearch
 
 # What a method needs only when it runs is imported there: a CLI command (``memstore show``)
 # loads the store without the compaction machinery, replay, audits or long-term memory.
 if TYPE_CHECKING:
+    from typing import Unpack
+
     from memstore.core.embedder import Embedder
     from memstore.core.input_counts import CountFit
     from memstore.core.invariants import Violation
-    from memstore.core.tokens import TokenEstimator
     from memstore.db.engine import AsyncEngine
     from memstore.db.lease import LeaseHolder
-    from memstore.extraction.protocols import Extractor, Summarizer
     from memstore.memory.conversations import Conversations
     from memstore.memory.embedding import EmbeddingService
     from memstore.memory.long_term import LongTermMemory
+    from memstore.memory.options import SessionFields
     from memstore.memory.session import SessionMemory
 
 
-class MemoryStore(HistoryActions, SearchActions):
+class MemoryStore:
     """A memstore database: many sessions, shared safely by many processes.
 
     Open with ``store = await MemoryStore.open(url_or_path)`` or
@@ -58,6 +60,18 @@ class MemoryStore(HistoryActions, SearchActions):
         from memstore.memory.worker import Worker
 
         self.worker = Worker(socket.gethostname(), uuid.uuid4().hex[:8])
+        # The store's parts: their methods are the store's (below).
+        self._history = StoreHistory(database, settings, embedding, lambda: self.ltm)
+        self._search = StoreSearch(database, embedding)
+
+    export_session = delegate("_history", StoreHistory.export_session)
+    import_session = delegate("_history", StoreHistory.import_session)
+    prune = delegate("_history", StoreHistory.prune)
+    purge = delegate("_history", StoreHistory.purge)
+    derived_entries = delegate("_history", StoreHistory.derived_entries)
+    search = delegate("_search", StoreSearch.search)
+    embedding_status = delegate("_search", StoreSearch.embedding_status)
+    embed_pending = delegate("_search", StoreSearch.embed_pending)
 
     @functools.cached_property
     def ltm(self) -> LongTermMemory:
@@ -176,64 +190,31 @@ class MemoryStore(HistoryActions, SearchActions):
         self,
         session_id: str,
         *,
-        limits: MemoryLimits | None = None,
-        estimator: TokenEstimator | None = None,
-        summarizer: Summarizer | None = None,
-        ltm_scopes: Iterable[str] = (),
-        ltm_budget: int | None = None,
-        recall_budget: int | None = None,
-        handle: str | None = None,
-        scope: str | None = None,
-        consolidate: bool = True,
-        extractor: Extractor | None = None,
+        options: SessionOptions | None = None,
+        **fields: Unpack[SessionFields],
     ) -> SessionMemory:
         """A handle on one session; the session is created by its first append.
 
         Args:
             session_id: 1-128 characters of letters, digits and ``._:@-`` (no ``/``).
-            limits: Token limits; :meth:`MemoryLimits.from_env` by default.
-            estimator: Token counter; :class:`TiktokenEstimator` (o200k_base) by default.
-            summarizer: Phase 2's summarizer; :class:`ExtractiveSummarizer` by default.
-            ltm_scopes: Long-term scopes whose live entries ``build_model_input`` lists in
-                one "Relevant memories" message, after the summary; earlier scopes first.
-            ltm_budget: Tokens that message may use, counted against the hard limit
-                (default ``hard - target``, the head-room a compaction leaves).
-            recall_budget: Recall by default: every ``build_model_input`` adds what left
-                working memory and best matches the newest user message, in at most this
-                many tokens, counted against the hard limit (see :mod:`memstore.render.recall`).
-            handle: The handle's id, recorded on every item it adds (a fresh one by
-                default): give the same id to handles that stand for one writer (one agent
-                run reopened on another event loop); see :mod:`memstore.core.turns`.
-            scope: The long-term scope the session belongs to (``user:alice``), recorded by
-                its first append: its entries come first among the memories, its recall spans
-                the scope's sessions, and ``consolidate()`` writes there.
-            consolidate: For a scoped session, also consolidate what each compaction removes.
-            extractor: Finds facts for consolidation (default: the offline extractor).
+            options: What the handle is opened with (:class:`~memstore.SessionOptions`:
+                limits, estimator, summarizer, extractor, ltm_scopes, ltm_budget,
+                recall_budget, handle, scope, consolidate); the defaults by default.
+            fields: Any of those options as keywords, replacing the ones ``options`` holds.
 
         Raises:
             ValidationError: a bad session id, scope or handle; ``ltm_budget`` or
                 ``recall_budget`` not in 1..hard-1.
         """
-        from memstore.core.tokens import TiktokenEstimator
-        from memstore.extraction.summarizer import ExtractiveSummarizer
         from memstore.memory.session import SessionMemory
 
         return SessionMemory(
             validate_session_id(session_id),
+            SessionOptions.merged(options, fields),
             database=self._db,
             settings=self.settings,
             worker=self.worker,
             long_term=lambda: self.ltm,
-            limits=limits or MemoryLimits.from_env(),
-            estimator=estimator or TiktokenEstimator(),
-            summarizer=summarizer or ExtractiveSummarizer(),
-            ltm_scopes=ltm_scopes,
-            ltm_budget=ltm_budget,
-            recall_budget=recall_budget,
-            handle=handle,
-            scope=scope,
-            consolidate=consolidate,
-            extractor=extractor,
             embedding=self.embedding,
         )
 
@@ -241,32 +222,39 @@ class MemoryStore(HistoryActions, SearchActions):
         self,
         session_id: str,
         *,
-        summarizer: Summarizer | None = None,
-        ltm_scopes: Iterable[str] = (),
-        recall_budget: int | None = None,
+        create: bool = False,
+        options: SessionOptions | None = None,
+        **fields: Unpack[SessionFields],
     ) -> SessionMemory:
-        """A handle on an *existing* session, with the estimator and limits it recorded.
+        """A handle on an existing session, counted with the estimator and limits it
+        recorded, in the scope it recorded; or, with ``create``, a new session's.
 
-        This is what operator tools use: they must count the way the session was counted.
-        ``ltm_scopes`` and ``recall_budget`` are as for :meth:`session` (they are not
-        recorded per session).
+        This is what operator tools use (they must count the way the session was counted),
+        and the one call that attaches to a session or creates it. The options are as for
+        :meth:`session`; on an existing session its recorded ``limits``, ``estimator`` and
+        ``scope`` take the place of the given ones, which are for a session this call
+        creates (a session is counted one way for good, and its scope is recorded once).
+
+        Args:
+            session_id: The session.
+            create: A missing session gets a handle as :meth:`session` gives (created by
+                its first append) instead of :class:`SessionNotFoundError`.
+            options: What the handle is opened with (:class:`~memstore.SessionOptions`).
+            fields: Any option as a keyword, replacing the one ``options`` holds.
 
         Raises:
-            SessionNotFoundError: no such session.
+            SessionNotFoundError: no such session, and not ``create``.
+            ValidationError: a bad session id; a ``scope`` given for a session recorded in
+                another (``scope``: nothing is written).
         """
-        from memstore.core.tokens import RecordedEstimator
-
-        info = await self.session_info(session_id)
-        return self.session(
-            session_id,
-            limits=info.limits,
-            estimator=RecordedEstimator(info.estimator),
-            summarizer=summarizer,
-            ltm_scopes=ltm_scopes,
-            recall_budget=recall_budget,
-            scope=info.scope,
-            consolidate=False,
-        )
+        chosen = SessionOptions.merged(options, fields)
+        try:
+            info = await self.session_info(session_id)
+        except SessionNotFoundError:
+            if not create:
+                raise
+            return self.session(session_id, options=chosen)
+        return self.session(info.id, options=chosen.of_record(info))
 
     async def session_info(self, session_id: str) -> SessionInfo:
         """The header of one session (counters, totals, limits).
@@ -337,15 +325,23 @@ class MemoryStore(HistoryActions, SearchActions):
         return await load_history(self._db, validate_session_id(session_id))
 
     async def fork(
-        self, session_id: str, new_session_id: str, *, at: int | None = None, **handle: Any
+        self,
+        session_id: str,
+        new_session_id: str,
+        *,
+        at: int | None = None,
+        options: SessionOptions | None = None,
+        **fields: Unpack[SessionFields],
     ) -> SessionMemory:
         """A new session that starts as ``session_id`` was at version ``at`` (the latest by
         default): :func:`memstore.memory.branches.fork_ledger`. Returns its handle, as
-        :meth:`attach` gives (``handle``: its ``summarizer``, ``ltm_scopes``, ...)."""
+        :meth:`attach` gives (``options``, ``fields``: its ``summarizer``, ``ltm_scopes``,
+        ...)."""
         from memstore.memory.branches import fork_ledger
 
         info = await fork_ledger(self._db, session_id, new_session_id, at)
-        return await self.attach(info.id, **handle)
+        chosen = SessionOptions.merged(options, fields)
+        return self.session(info.id, options=chosen.of_record(info))
 
     async def forks(self, session_id: str) -> list[str]:
         """The session's forks, and theirs, nearest first."""

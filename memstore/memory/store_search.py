@@ -1,11 +1,10 @@
 """Searching a store and a session: by words, by meaning, or both fused; and how far the
 store's vectors are.
 
-Bases of :class:`~memstore.memory.store.MemoryStore` and
-:class:`~memstore.memory.session.SessionMemory` (the attributes below are theirs).
-The ranking is :mod:`memstore.db.search` (words) and :mod:`memstore.db.vector_search`
-(meaning), fused by :mod:`memstore.core.fusion`; the embedder runs in
-:mod:`memstore.memory.embedding`.
+:class:`StoreSearch` is a part the store holds (``store.search``, the embedding status); a
+session handle's ``search`` runs :func:`search_scope` over its own session. The ranking is
+:mod:`memstore.db.search` (words) and :mod:`memstore.db.vector_search` (meaning), fused by
+:mod:`memstore.core.fusion`; the embedder runs in :mod:`memstore.memory.embedding`.
 """
 
 from __future__ import annotations
@@ -18,17 +17,50 @@ from memstore.db import reads
 
 if TYPE_CHECKING:
     from memstore.core.embedder import SearchMode
-    from memstore.core.search_terms import SearchHit
+    from memstore.core.search_terms import SearchHit, SearchScope
     from memstore.db import Database
     from memstore.db.vectors import EmbeddingStatus
     from memstore.memory.embedding import EmbeddingService, RunCounts
 
 
-class SearchActions:
-    """``store.search`` and the store's embedding status."""
+async def search_scope(
+    db: Database,
+    embedding: EmbeddingService | None,
+    query: str,
+    scope: SearchScope,
+    limit: int,
+    mode: SearchMode | None,
+) -> list[SearchHit]:
+    """Search ``scope`` for ``query``: by words, by meaning, or both fused (a
+    ``search_memory`` span while the application traces).
 
-    _db: Database
-    embedding: EmbeddingService | None
+    Raises:
+        ValidationError: a bad query, limit or mode.
+        EmbeddingError: ``mode="semantic"`` and the embedder failed.
+    """
+    from memstore.core.search_terms import search_terms, validate_limit
+    from memstore.db import search as search_db
+    from memstore.memory.embedding import ranking
+    from memstore.memory.tracing import searching
+
+    with searching(query, scope) as span:
+        terms, count = search_terms(query), validate_limit(limit)
+        terms, semantic = await ranking(embedding, query, terms, scope, mode)
+        found = await search_db.search(db, terms, scope, count, reads.utcnow(), semantic)
+        return span.found(found)
+
+
+class StoreSearch:
+    """``store.search`` and the store's embedding status.
+
+    Args:
+        database: The store's database.
+        embedding: The store's embedder and its background run (``None``: words only).
+    """
+
+    def __init__(self, database: Database, embedding: EmbeddingService | None) -> None:
+        self._db = database
+        self.embedding = embedding
 
     async def search(
         self,
@@ -58,17 +90,10 @@ class SearchActions:
             ValidationError: a bad query, limit, session id, scope or mode.
             EmbeddingError: ``mode="semantic"`` and the embedder failed.
         """
-        from memstore.core.search_terms import SearchScope, search_terms, validate_limit
-        from memstore.db import search as search_db
-        from memstore.memory.embedding import ranking
-        from memstore.memory.tracing import searching
+        from memstore.core.search_terms import SearchScope
 
         scope = SearchScope.across(sessions, scopes)
-        with searching(query, scope) as span:
-            terms, count = search_terms(query), validate_limit(limit)
-            terms, semantic = await ranking(self.embedding, query, terms, scope, mode)
-            found = await search_db.search(self._db, terms, scope, count, reads.utcnow(), semantic)
-            return span.found(found)
+        return await search_scope(self._db, self.embedding, query, scope, limit, mode)
 
     async def embedding_status(self) -> list[EmbeddingStatus]:
         """How far each embedder's vectors are: the store's own first, then every other
@@ -98,48 +123,3 @@ class SearchActions:
         if self.embedding is None:
             raise ValidationError("embedder", "the store was opened without one")
         return await self.embedding.catch_up()
-
-
-class SessionSearch:
-    """``memory.search``: one session's history."""
-
-    session_id: str
-    _db: Database
-    _embedding: EmbeddingService | None
-
-    async def search(
-        self,
-        query: str,
-        *,
-        limit: int = 10,
-        include_active: bool = False,
-        mode: SearchMode | None = None,
-    ) -> list[SearchHit]:
-        """Search the session's history: what left working memory, best match first.
-
-        Args:
-            query: Words to look for (text, not syntax: any character is safe).
-            limit: Hits to return at most (1-1,000).
-            include_active: Also search the active items and the current summary.
-            mode: ``"lexical"``, ``"semantic"`` or ``"hybrid"``; by default hybrid when the
-                store has an embedder, lexical otherwise.
-
-        Returns:
-            Hits with the item (and its fate and the compaction that removed it) or the
-            summary, a score and a snippet; empty when nothing matches.
-
-        Raises:
-            ValidationError: a bad query, limit or mode.
-            EmbeddingError: ``mode="semantic"`` and the embedder failed.
-        """
-        from memstore.core.search_terms import SearchScope, search_terms, validate_limit
-        from memstore.db import search as search_db
-        from memstore.memory.embedding import ranking
-        from memstore.memory.tracing import searching
-
-        scope = SearchScope((self.session_id,), (), include_active=bool(include_active))
-        with searching(query, scope) as span:
-            terms, count = search_terms(query), validate_limit(limit)
-            terms, semantic = await ranking(self._embedding, query, terms, scope, mode)
-            found = await search_db.search(self._db, terms, scope, count, reads.utcnow(), semantic)
-            return span.found(found)
