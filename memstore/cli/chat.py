@@ -42,7 +42,7 @@ from memstore.errors import MemstoreError
 from memstore.memory.store import MemoryStore
 
 if TYPE_CHECKING:
-    from memstore.model_side.agent import Agent, ToolCall
+    from memstore.agent import Agent, ToolCall
 
 HELP = """\
 /memory  the working memory: tokens, items, summary, and the scope's long-term entries
@@ -172,8 +172,8 @@ async def run_chat(
     max_output_tokens: int | None = None,
 ) -> int:
     """Open the store and the agent, then run every turn; return the number of turns."""
+    from memstore.agent import Agent
     from memstore.extraction.summarizer import ExtractiveSummarizer
-    from memstore.model_side.agent import Agent
     from memstore.model_side.openai_call import make_client
 
     out = ui.out

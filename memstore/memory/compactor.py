@@ -51,6 +51,7 @@ from memstore.db.reads import read_fold_start, utcnow
 from memstore.errors import (
     CompactionConflictError,
     LeaseHeldError,
+    MemstoreError,
     ValidationError,
 )
 from memstore.extraction.protocols import Summarizer, summarizer_name
@@ -132,6 +133,32 @@ class Compactor:
             outcome = await self._rounds(trigger)
             span.compacted(outcome)
             return outcome
+
+    async def after_append(self, total: int, user_turns: int, duplicate: bool) -> None:
+        """Compact if an append that left the session at ``total`` tokens and ``user_turns``
+        user turns since the last compaction sets a trigger off (a repeated key's does not).
+
+        Never raises: the append committed, and a failure here is logged (raising would
+        invite a retry that stores the item twice). A lease held by another worker is no
+        failure: that worker is compacting this session right now.
+        """
+        fault_point("after-append")
+        trigger = None if duplicate else compaction_trigger(self._context.limits, total, user_turns)
+        if trigger is None:
+            return
+        try:
+            await self.run(trigger)
+        except MemstoreError as error:
+            log.warning(
+                "memstore: compaction of %s after an append failed (%s); it will be retried",
+                self._context.session_id,
+                error,
+            )
+        except Exception:  # a bug, not an expected failure: loud in the log, not in add()
+            log.exception(
+                "memstore: compaction of %s after an append failed; it will be retried",
+                self._context.session_id,
+            )
 
     def _span(self, trigger: str) -> MemorySpan:
         span = start(COMPACT, conversation=self._context.session_id)

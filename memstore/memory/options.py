@@ -94,14 +94,14 @@ class SessionOptions:
         scope.
 
         Raises:
-            ValidationError: a scope was given and the session records another (``scope``).
+            ValidationError: a scope was given and the session records another, or none
+                (``scope``): a session's scope is recorded by its first append, for good.
         """
         from memstore.core.tokens import RecordedEstimator
 
-        if self.scope is not None and info.scope is not None and info.scope != self.scope:
-            raise ValidationError(
-                "scope", f"session {info.id!r} was started in scope {info.scope!r}"
-            )
+        if self.scope is not None and info.scope != self.scope:
+            recorded = "no scope" if info.scope is None else f"scope {info.scope!r}"
+            raise ValidationError("scope", f"session {info.id!r} was started in {recorded}")
         return dataclasses.replace(
             self,
             limits=info.limits,

@@ -15,13 +15,15 @@ input only reads.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from memstore.core.ltm_entries import validate_scopes
-from memstore.core.tokens import RecordedEstimator, TokenEstimator
 from memstore.errors import SessionNotFoundError
+from memstore.memory.options import SessionOptions
 
 if TYPE_CHECKING:
+    from memstore.core.tokens import TokenEstimator
     from memstore.memory.session import SessionMemory
     from memstore.memory.store import MemoryStore
 
@@ -47,23 +49,13 @@ async def preview_handle(
         ValidationError: a bad session id or scope.
     """
     chosen = validate_scopes(scopes)
+    options = SessionOptions(estimator=estimator, ltm_scopes=chosen, consolidate=False)
     try:
         info = await store.session_info(session_id)
     except SessionNotFoundError:
         if not chosen:
             raise
-        return store.session(
-            session_id,
-            estimator=estimator,
-            scope=chosen[0],
-            ltm_scopes=chosen,
-            consolidate=False,
-        )
-    return store.session(
-        session_id,
-        limits=info.limits,
-        estimator=RecordedEstimator(info.estimator),
-        scope=info.scope or (chosen[0] if chosen else None),
-        ltm_scopes=chosen,
-        consolidate=False,
-    )
+        return store.session(session_id, options=replace(options, scope=chosen[0]))
+    # Counted as recorded, in its scope; a session of none previews the first one asked for.
+    scope = info.scope or (chosen[0] if chosen else None)
+    return store.session(session_id, options=replace(options.of_record(info), scope=scope))

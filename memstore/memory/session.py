@@ -27,7 +27,6 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memstore.config import fault_point
 from memstore.core.ltm_entries import memory_budget
 from memstore.core.policy import CompactionPlan, Snapshot
 from memstore.core.records import CompactionReport
@@ -47,9 +46,9 @@ from memstore.core.values import (
 from memstore.db import append as appends
 from memstore.db import reads, rewind
 from memstore.db.confined import confine
-from memstore.errors import MemstoreError, SessionNotFoundError
+from memstore.errors import SessionNotFoundError
 from memstore.extraction.protocols import as_summarizer
-from memstore.memory.compactor import Compactor, compaction_trigger, wait_bound
+from memstore.memory.compactor import Compactor, wait_bound
 from memstore.memory.context import SessionContext
 from memstore.memory.item_batch import new_items
 from memstore.memory.model_input import InputSources, assemble
@@ -200,7 +199,7 @@ class SessionMemory:
         result = await appends.append(
             self._db, self.session_id, self.estimator.name, self.limits, [new], self.scope
         )
-        await self._after_append(result)
+        await self._compactor.after_append(result.total_tokens, result.user_turns, result.duplicate)
         return result.item
 
     @traced_append
@@ -245,7 +244,7 @@ class SessionMemory:
         result = await appends.append(
             self._db, self.session_id, self.estimator.name, self.limits, news, self.scope
         )
-        await self._after_append(result)
+        await self._compactor.after_append(result.total_tokens, result.user_turns, result.duplicate)
         return list(result.items)
 
     async def pop_item(self) -> MemoryItem | None:
@@ -272,31 +271,6 @@ class SessionMemory:
             return None
         await self._notify(done.report)
         return done.report
-
-    async def _after_append(self, result: appends.AppendResult) -> None:
-        fault_point("after-append")
-        if not result.duplicate:
-            trigger = compaction_trigger(self.limits, result.total_tokens, result.user_turns)
-            if trigger is not None:
-                await self._compact_quietly(trigger)
-
-    async def _compact_quietly(self, trigger: str) -> None:
-        # The append committed: whatever happens here, add() reports the item as stored
-        # (raising would invite a retry that stores it twice). A lease held by another
-        # worker is no failure: that worker is compacting this session right now.
-        try:
-            await self._compactor.run(trigger)
-        except MemstoreError as error:
-            log.warning(
-                "memstore: compaction of %s after an append failed (%s); it will be retried",
-                self.session_id,
-                error,
-            )
-        except Exception:  # a bug, not an expected failure: loud in the log, not in add()
-            log.exception(
-                "memstore: compaction of %s after an append failed; it will be retried",
-                self.session_id,
-            )
 
     async def compact(
         self, *, wait: bool = True, wait_timeout: float | None = None

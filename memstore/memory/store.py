@@ -245,7 +245,7 @@ class MemoryStore:
         Raises:
             SessionNotFoundError: no such session, and not ``create``.
             ValidationError: a bad session id; a ``scope`` given for a session recorded in
-                another (``scope``: nothing is written).
+                another scope or in none (``scope``: nothing is written).
         """
         chosen = SessionOptions.merged(options, fields)
         try:

@@ -14,6 +14,7 @@ tools then serve that scope's sessions and those of no scope only, and create se
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -30,16 +31,15 @@ from memstore.core.embedder import SEARCH_MODES
 from memstore.core.ltm_entries import DEFAULT_SCOPE
 from memstore.core.records import CompactionReport
 from memstore.core.search_terms import SearchScope, search_terms, validate_limit
-from memstore.core.tokens import RecordedEstimator, TokenEstimator
+from memstore.core.tokens import TokenEstimator
 from memstore.core.validation import validate_session_id
 from memstore.core.values import MemoryKind, MemoryRole, Priority
 from memstore.db import reads
 from memstore.db import search as search_db
 from memstore.db.scope_search import confined_scope, confined_search
-from memstore.errors import SessionNotFoundError
 from memstore.memory.embedding import ranking
+from memstore.memory.options import SessionOptions
 from memstore.memory.preview import preview_handle
-from memstore.memory.session import SessionMemory
 from memstore.memory.store import MemoryStore
 from memstore.model_side.agent_tools import Tool
 
@@ -173,14 +173,6 @@ class McpTools(Confinement):
 
     # -- working memory ------------------------------------------------------------------
 
-    async def _open_or_create(self, session_id: str) -> SessionMemory:
-        try:
-            return await self.attach(session_id)
-        except SessionNotFoundError:
-            # Created in the pinned scope: its compactions consolidate there, its recall
-            # spans the scope's sessions.
-            return self.store.session(session_id, estimator=self.estimator, scope=self.pinned)
-
     async def append_to_session(
         self,
         session_id: str,
@@ -191,7 +183,9 @@ class McpTools(Confinement):
         idempotency_key: str | None = None,
     ) -> str:
         """``memory.add``: append one item; compaction runs as in the API."""
-        memory = await self._open_or_create(session_id)
+        # A new session is created in the pinned scope: its compactions consolidate there,
+        # its recall spans the scope's sessions.
+        memory = await self.attach(session_id, create=True, estimator=self.estimator)
         compactions: list[CompactionReport] = []
         memory.add_observer(compactions.append)
         before = await memory.snapshot() if idempotency_key else None
@@ -246,13 +240,9 @@ class McpTools(Confinement):
         info = await self.store.session_info(session_id)
         self.check_session(info.id, info.scope)
         scope = self.confined(info.scope or self.pinned or DEFAULT_SCOPE)
-        memory = self.store.session(
-            session_id,
-            limits=info.limits,
-            estimator=RecordedEstimator(info.estimator),
-            scope=scope,
-            consolidate=False,
-        )
+        # Counted as recorded; in the scope chosen here, which a session of none lacks.
+        recorded = SessionOptions(consolidate=False).of_record(info)
+        memory = self.store.session(session_id, options=replace(recorded, scope=scope))
         report = await memory.consolidate(dry_run=bool(dry_run))
         return as_json(None if report is None else report.to_dict())
 
