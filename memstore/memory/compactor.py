@@ -50,12 +50,11 @@ from memstore.db.lease import Lease, LeaseHolder
 from memstore.db.reads import read_fold_start, utcnow
 from memstore.errors import (
     CompactionConflictError,
-    LeaseHeldError,
     MemstoreError,
     ValidationError,
 )
 from memstore.extraction.protocols import Summarizer, summarizer_name
-from memstore.memory.lease_runner import Heartbeat, LeaseRunner
+from memstore.memory.lease_runner import Heartbeat, LeaseRunner, lease_held
 from memstore.memory.tracing import COMPACT, MemorySpan, start
 
 if TYPE_CHECKING:
@@ -199,13 +198,7 @@ class Compactor:
             if not isinstance(outcome, LeaseHolder):
                 return outcome
             if not wait:
-                raise LeaseHeldError(
-                    session_id,
-                    holder=outcome.owner,
-                    host=outcome.host,
-                    pid=outcome.pid,
-                    expires_in=outcome.expires_in,
-                )
+                raise lease_held(session_id, outcome)
             span.fail(f"gave up after waiting {timeout:g}s for the lease")
         log.warning(
             "memstore: compact() of %s gave up after waiting %gs for the compaction of %s "

@@ -37,7 +37,6 @@ from memstore.db import consolidation_runs as runs
 from memstore.db.lease import Lease, LeaseHolder
 from memstore.db.reads import utcnow
 from memstore.errors import (
-    LeaseHeldError,
     SessionNotFoundError,
     StorageError,
     ValidationError,
@@ -50,7 +49,7 @@ from memstore.extraction.slots import (
     fact_slot,
     provenance,
 )
-from memstore.memory.lease_runner import LeaseRunner
+from memstore.memory.lease_runner import LeaseRunner, lease_held
 from memstore.memory.tracing import UPSERT_MEMORY, start
 
 if TYPE_CHECKING:
@@ -163,7 +162,7 @@ class Consolidator:
             raise SessionNotFoundError(self._session_id)
         if isinstance(taken, LeaseHolder):
             if wait:
-                raise _held(self._session_id, taken)
+                raise lease_held(self._session_id, taken)
             return None
         return taken
 
@@ -293,13 +292,3 @@ def _sources(
                 extractor=report.extractor,
             )
     return out
-
-
-def _held(session_id: str, holder: LeaseHolder) -> LeaseHeldError:
-    return LeaseHeldError(
-        session_id,
-        holder=holder.owner,
-        host=holder.host,
-        pid=holder.pid,
-        expires_in=holder.expires_in,
-    )

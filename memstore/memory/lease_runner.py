@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memstore.db.lease import Lease, LeaseHolder, acquire_lease, release_lease, renew_lease
-from memstore.errors import LeaseLostError, StorageError
+from memstore.errors import LeaseHeldError, LeaseLostError, StorageError
 
 if TYPE_CHECKING:
     from memstore.memory.context import SessionContext
@@ -170,3 +170,14 @@ class LeaseRunner:
                     await release_lease(
                         context.database, context.session_id, context.worker.id, lease.token
                     )
+
+
+def lease_held(session_id: str, holder: LeaseHolder) -> LeaseHeldError:
+    """The error that says who holds the session's lease, and for how long yet."""
+    return LeaseHeldError(
+        session_id,
+        holder=holder.owner,
+        host=holder.host,
+        pid=holder.pid,
+        expires_in=holder.expires_in,
+    )

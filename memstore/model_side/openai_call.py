@@ -17,7 +17,7 @@ that need no model (``memstore show``, the policy, replay) do not pay for loadin
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from memstore.config import ModelSettings
 from memstore.core.redaction import redact
@@ -165,17 +165,28 @@ class ResponsesCaller:
     Args:
         client: An ``openai.AsyncOpenAI`` (or a client pointed at any compatible server).
         model: The model name; the caller's ``name`` is ``openai:MODEL``.
-        timeout: Seconds for each HTTP attempt (the client's retries come on top).
-        max_output_tokens: Upper bound of what the model may write.
+        timeout: Seconds for each HTTP attempt (the client's retries come on top); the
+            class's :attr:`default_timeout` by default.
+        max_output_tokens: Upper bound of what the model may write; the class's
+            :attr:`default_max_output_tokens` by default.
     """
 
+    #: Each subclass says its own: what one of its calls needs.
+    default_timeout: ClassVar[float] = 30.0
+    default_max_output_tokens: ClassVar[int] = 1500
+
     def __init__(
-        self, client: AsyncOpenAI, model: str, *, timeout: float, max_output_tokens: int
+        self,
+        client: AsyncOpenAI,
+        model: str,
+        *,
+        timeout: float | None = None,
+        max_output_tokens: int | None = None,
     ) -> None:
         self.client = client
         self.model = model
-        self.timeout = timeout
-        self.max_output_tokens = max_output_tokens
+        self.timeout = self.default_timeout if timeout is None else timeout
+        self.max_output_tokens = max_output_tokens or self.default_max_output_tokens
         self.name = f"openai:{model}"
 
     async def ask(

@@ -27,7 +27,7 @@ from memstore.model_side.openai_call import ResponsesCaller, output_text
 from memstore.render.input import data_line
 
 if TYPE_CHECKING:
-    from openai import AsyncOpenAI
+    pass
 
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MAX_OUTPUT_TOKENS = 1500
@@ -170,19 +170,13 @@ class OpenAIExtractor(ResponsesCaller):
     Args:
         client: An ``openai.AsyncOpenAI`` (or a client pointed at any compatible server).
         model: The model name.
-        timeout: Seconds for each HTTP attempt.
-        max_output_tokens: Upper bound of the answer.
+        timeout: Seconds for each HTTP attempt (default :data:`DEFAULT_TIMEOUT_S`).
+        max_output_tokens: Upper bound of the answer (default
+            :data:`DEFAULT_MAX_OUTPUT_TOKENS`).
     """
 
-    def __init__(
-        self,
-        client: AsyncOpenAI,
-        model: str,
-        *,
-        timeout: float = DEFAULT_TIMEOUT_S,
-        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
-    ) -> None:
-        super().__init__(client, model, timeout=timeout, max_output_tokens=max_output_tokens)
+    default_timeout = DEFAULT_TIMEOUT_S
+    default_max_output_tokens = DEFAULT_MAX_OUTPUT_TOKENS
 
     async def __call__(
         self,

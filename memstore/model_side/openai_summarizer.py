@@ -177,20 +177,25 @@ class OpenAISummarizer(ResponsesCaller):
     Args:
         client: An ``openai.AsyncOpenAI`` (or a client pointed at any compatible server).
         model: The model name.
-        timeout: Seconds for each HTTP attempt (the client's retries come on top; the
-            store's ``summarizer_timeout_s`` bounds the whole call).
-        max_output_tokens: Upper bound of what the model may write.
         max_words: The summary length the instructions ask for.
+        timeout: Seconds for each HTTP attempt (default :data:`DEFAULT_TIMEOUT_S`; the
+            client's retries come on top; the store's ``summarizer_timeout_s`` bounds the
+            whole call).
+        max_output_tokens: Upper bound of what the model may write (default
+            :data:`DEFAULT_MAX_OUTPUT_TOKENS`).
     """
+
+    default_timeout = DEFAULT_TIMEOUT_S
+    default_max_output_tokens = DEFAULT_MAX_OUTPUT_TOKENS
 
     def __init__(
         self,
         client: AsyncOpenAI,
         model: str,
         *,
-        timeout: float = DEFAULT_TIMEOUT_S,
-        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
         max_words: int = DEFAULT_MAX_WORDS,
+        timeout: float | None = None,
+        max_output_tokens: int | None = None,
     ) -> None:
         super().__init__(client, model, timeout=timeout, max_output_tokens=max_output_tokens)
         self.max_words = max_words
