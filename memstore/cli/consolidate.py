@@ -8,6 +8,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
+from memstore import MemoryStore, SessionOptions
 from memstore.cli.output import (
     console,
     is_narrow,
@@ -18,8 +19,6 @@ from memstore.cli.output import (
     run_with_store,
 )
 from memstore.core.consolidation_report import ConsolidationReport
-from memstore.memory.options import SessionOptions
-from memstore.memory.store import MemoryStore
 
 
 def decisions_table(report: ConsolidationReport) -> Table:

@@ -8,6 +8,7 @@ from typing import Any
 import click
 from rich.table import Table
 
+from memstore import MemoryStore
 from memstore.cli.inspect import reports_table
 from memstore.cli.output import (
     console,
@@ -28,7 +29,6 @@ from memstore.core.tokens import (
 )
 from memstore.core.values import MemoryItem, MemoryKind, MemoryRole, Priority
 from memstore.errors import MemstoreError
-from memstore.memory.store import MemoryStore
 
 ESTIMATORS = {"tiktoken": TiktokenEstimator, "words": WordEstimator}
 

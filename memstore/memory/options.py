@@ -88,6 +88,16 @@ class SessionOptions:
             raise ValidationError("options", f"must be SessionOptions, got {options!r}")
         return dataclasses.replace(options, **fields) if fields else options
 
+    def with_handle(self) -> SessionOptions:
+        """These options with a handle id of their own (a fresh one when none is set): every
+        handle opened with them stands for one writer (one agent run reopened on another
+        event loop)."""
+        from memstore.memory.worker import new_handle_id
+
+        return (
+            self if self.handle is not None else dataclasses.replace(self, handle=new_handle_id())
+        )
+
     def of_record(self, info: SessionInfo) -> SessionOptions:
         """These options on an existing session: its recorded limits and estimator (a session
         is counted one way for good; the given ones were for a new session), and its recorded

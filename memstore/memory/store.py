@@ -10,10 +10,8 @@ import functools
 import os
 import socket
 import uuid
-from collections.abc import Generator
-from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memstore.config import Settings
 from memstore.core.records import SessionHistory, SessionInfo
@@ -21,19 +19,23 @@ from memstore.core.validation import validate_session_id
 from memstore.db import Database, open_database, reads
 from memstore.db.migrate import ensure_schema
 from memstore.errors import CorruptDatabaseError, SessionNotFoundError, StorageFullError
-from memstore.memory.history_actions import StoreHistory
+from memstore.memory.history_actions import StoreHistory, check_export
+from memstore.memory.opening import Opening, OpenOptions
 from memstore.memory.options import SessionOptions
 from memstore.memory.parts import delegate
+from memstore.memory.schema import schema_status
 from memstore.memory.store_search import StoreSearch
 
 # What a method needs only when it runs is imported there: a CLI command (``memstore show``)
 # loads the store without the compaction machinery, replay, audits or long-term memory.
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Unpack
 
     from memstore.core.embedder import Embedder
     from memstore.core.input_counts import CountFit
     from memstore.core.invariants import Violation
+    from memstore.core.tokens import TokenEstimator
     from memstore.db.engine import AsyncEngine
     from memstore.db.lease import LeaseHolder
     from memstore.memory.conversations import Conversations
@@ -72,6 +74,11 @@ class MemoryStore:
     search = delegate("_search", StoreSearch.search)
     embedding_status = delegate("_search", StoreSearch.embedding_status)
     embed_pending = delegate("_search", StoreSearch.embed_pending)
+    index_lag = delegate("_search", StoreSearch.index_lag)
+    # Before a store is open: an export checked before the database is touched, and a
+    # database's schema read (or upgraded) without opening a store on it.
+    check_export = staticmethod(check_export)
+    schema_status = staticmethod(schema_status)
 
     @functools.cached_property
     def ltm(self) -> LongTermMemory:
@@ -98,7 +105,7 @@ class MemoryStore:
         read_only: bool = False,
         settings: Settings | None = None,
         embedder: Embedder | None = None,
-    ) -> _Opening:
+    ) -> Opening[MemoryStore]:
         """Open (creating or upgrading) a store.
 
         Args:
@@ -138,7 +145,7 @@ class MemoryStore:
         options = OpenOptions(
             url_or_path, engine, upgrade, create, verify, read_only, settings, embedder
         )
-        return _Opening(options)
+        return Opening(functools.partial(MemoryStore._open, options))
 
     @classmethod
     async def _open(cls, options: OpenOptions) -> MemoryStore:
@@ -264,6 +271,36 @@ class MemoryStore:
         """
         return await reads.session_info(self._db, validate_session_id(session_id))
 
+    async def preview(
+        self,
+        session_id: str,
+        scopes: Sequence[str] = (),
+        *,
+        estimator: TokenEstimator | None = None,
+    ) -> SessionMemory:
+        """A handle whose ``build_model_input`` is the input ``session_id`` gets with
+        ``scopes``, the session existing or not (``memstore input``); it writes nothing.
+
+        Args:
+            session_id: The session, existing or not.
+            scopes: Long-term scopes; the first is the scope of a session that records none
+                (docs/long-term-memory.md).
+            estimator: How a session that does not exist yet would be counted.
+
+        Raises:
+            SessionNotFoundError: the session does not exist and no scope says what it would
+                be.
+            ValidationError: a bad session id or scope.
+        """
+        from memstore.memory.preview import preview_options
+
+        try:
+            info: SessionInfo | None = await self.session_info(session_id)
+        except SessionNotFoundError:
+            info = None
+        chosen = preview_options(session_id, info, scopes, estimator=estimator)
+        return self.session(session_id, options=chosen)
+
     async def lease_holder(self, session_id: str) -> LeaseHolder | None:
         """Who holds the session's compaction lease now (``None``: nobody).
 
@@ -371,42 +408,3 @@ class MemoryStore:
         tb: TracebackType | None,
     ) -> None:
         await self.close()
-
-
-@dataclass(frozen=True)
-class OpenOptions:
-    """What :meth:`MemoryStore.open` was asked for (documented there), kept together until the
-    store is awaited."""
-
-    url_or_path: str | os.PathLike[str] | None
-    engine: AsyncEngine | None
-    upgrade: bool
-    create: bool
-    verify: bool
-    read_only: bool
-    settings: Settings | None
-    embedder: Embedder | None = None
-
-
-class _Opening:
-    """``MemoryStore.open(...)``: await it, or use it as ``async with``."""
-
-    def __init__(self, options: OpenOptions) -> None:
-        self._options = options
-        self._store: MemoryStore | None = None
-
-    def __await__(self) -> Generator[Any, None, MemoryStore]:
-        return MemoryStore._open(self._options).__await__()
-
-    async def __aenter__(self) -> MemoryStore:
-        self._store = await MemoryStore._open(self._options)
-        return self._store
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._store is not None:
-            await self._store.close()

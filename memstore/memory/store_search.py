@@ -70,6 +70,7 @@ class StoreSearch:
         scopes: Iterable[str] | None = None,
         limit: int = 10,
         mode: SearchMode | None = None,
+        confined_to: str | None = None,
     ) -> list[SearchHit]:
         """Search every session's items (of any fate) and summaries, and long-term memory.
 
@@ -81,6 +82,10 @@ class StoreSearch:
             limit: Hits to return at most (1-1,000), best first.
             mode: ``"lexical"``, ``"semantic"`` or ``"hybrid"``; by default hybrid with an
                 embedder, lexical without (see :mod:`memstore.core.embedder`).
+            confined_to: A reader confined to one scope (``memstore mcp --scope``): only
+                the sessions recorded in it or in none, and its own entries; with neither
+                ``sessions`` nor ``scopes``, everything it may read. The embedder then sees
+                the text of those sessions only.
 
         Returns:
             Hits carrying the item (with its fate and the compaction that removed it), the
@@ -93,7 +98,39 @@ class StoreSearch:
         from memstore.core.search_terms import SearchScope
 
         scope = SearchScope.across(sessions, scopes)
-        return await search_scope(self._db, self.embedding, query, scope, limit, mode)
+        if confined_to is None:
+            return await search_scope(self._db, self.embedding, query, scope, limit, mode)
+        return await self._confined(query, scope, sessions, scopes, confined_to, limit, mode)
+
+    async def _confined(
+        self,
+        query: str,
+        scope: SearchScope,
+        sessions: Iterable[str] | None,
+        scopes: Iterable[str] | None,
+        confined_to: str,
+        limit: int,
+        mode: SearchMode | None,
+    ) -> list[SearchHit]:
+        from memstore.core.ltm_entries import validate_scope
+        from memstore.core.search_terms import SearchScope, search_terms, validate_limit
+        from memstore.db.scope_search import confined_scope, confined_search
+        from memstore.errors import ValidationError
+        from memstore.memory.embedding import ranking
+
+        pinned = validate_scope(confined_to, "confined_to")
+        if any(other != pinned for other in scope.scopes or ()):
+            raise ValidationError("scopes", f"the search is confined to scope {pinned!r}")
+        if sessions is None and scopes is None:
+            scope = SearchScope(None, (pinned,))
+        terms, count = search_terms(query), validate_limit(limit)
+        # Vectors are made for the confined scope's rows only: the embedder never sees
+        # another scope's text.
+        narrowed = await self._db.run_read(partial(confined_scope, search=scope, scope=pinned))
+        terms, semantic = await ranking(self.embedding, query, terms, narrowed, mode)
+        return await confined_search(
+            self._db, terms, scope, pinned, count, reads.utcnow(), semantic
+        )
 
     async def embedding_status(self) -> list[EmbeddingStatus]:
         """How far each embedder's vectors are: the store's own first, then every other
@@ -109,6 +146,14 @@ class StoreSearch:
             )
             for name in names
         ]
+
+    async def index_lag(self) -> int:
+        """How many items the full-text index does not hold yet (0 on PostgreSQL): news, not
+        a fault (appends do not index; the writer catches up in bulk, and a search scans what
+        is not indexed yet)."""
+        from memstore.db.audit import index_lag
+
+        return await index_lag(self._db)
 
     async def embed_pending(self) -> RunCounts:
         """Embed every item and entry that has no vector of the store's embedder yet (or

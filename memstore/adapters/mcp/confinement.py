@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from memstore import MemoryStore, SessionMemory
 from memstore.core.ltm_entries import DEFAULT_SCOPE, validate_scope
 from memstore.core.records import SessionInfo
 from memstore.core.validation import validate_session_id
 from memstore.errors import SessionNotFoundError, ValidationError
-from memstore.memory.session import SessionMemory
-from memstore.memory.store import MemoryStore
 
 
 class Confinement:
