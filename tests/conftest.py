@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -506,3 +507,22 @@ def tool_text(result: Any) -> str:
     """The text of an MCP tool result (memstore's tools answer with one text block)."""
     (block,) = result.content
     return str(block.text)
+
+
+def recalled_lines(messages: list[dict[str, object]]) -> list[dict[str, object]]:
+    """The recalled lines of a model input, each naming its session and time (a line that
+    leaves them out is of the line before's)."""
+    from memstore.render.recall import RECALL_CLOSE, RECALL_OPEN
+
+    for message in messages:
+        lines = str(message["content"]).split("\n")
+        if RECALL_OPEN in lines:
+            block = lines[lines.index(RECALL_OPEN) + 1 : lines.index(RECALL_CLOSE)]
+            out: list[dict[str, object]] = []
+            for line in block:  # a left-out session or time is the line before's
+                row = json.loads(line)
+                assert out or {"session", "when"} <= set(row)
+                before = out[-1] if out else {}
+                out.append({**{k: before[k] for k in ("session", "when") if k in before}, **row})
+            return out
+    return []

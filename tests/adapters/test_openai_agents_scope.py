@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 from agents import Agent, OpenAIResponsesModel, Runner
-from conftest import table_counts
-from test_scope_recall import recalled_lines
+from conftest import recalled_lines, table_counts
 
 from memstore import MemoryLimits, MemoryStore, SessionOptions, WordEstimator
 from memstore.errors import ValidationError
