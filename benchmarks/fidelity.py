@@ -44,7 +44,7 @@ Data (fetched at run time, never committed):
 
 ``--sittings`` measures memory across a user's sessions instead (:mod:`fidelity_sittings`).
 ``--hard N`` and ``--entry-share R`` ask what larger inputs, or entries allowed more of the
-tokens they distil than a fifth, would hold: what the store's bounds cost.
+tokens they distil than the store's bounds (a quarter of a long session), would hold: what the store's bounds cost.
 
 Offline after the first fetch (``--cache DIR``, default ``~/.cache/memstore-benchmarks``).
 """
@@ -233,7 +233,7 @@ def main() -> None:
         "--entry-share",
         type=float,
         help="what if (with --sittings): consolidation's entries may hold this share of the "
-        "tokens they distil instead of a fifth",
+        "tokens they distil instead of a quarter",
     )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()

@@ -6,8 +6,8 @@ what a line adds; :mod:`memstore.extraction.statements`), never by topic. A hand
 every language it claims, and tested in each:
 
 * ``first_person``: the speaker's pronouns (``I``, ``мой``, ``我``): a statement about oneself;
-* ``function``: articles, prepositions, conjunctions, auxiliaries, pronouns: words that say
-  nothing on their own (a line adds what is left);
+* ``function``: articles, prepositions, conjunctions, auxiliaries, pronouns, ``now``: words
+  that say nothing on their own (a line adds what is left; ``now`` marks a restatement);
 * ``chatter``: greetings, thanks and acknowledgements that make up a whole turn;
 * ``preference``: ``I prefer``, ``мне нравится``, ``我喜欢``: a stated preference;
 * ``identity``: ``my name is``, ``я живу``, ``我叫``, and ``my`` with a kinship term: who the
@@ -61,29 +61,29 @@ CUES: Mapping[str, Mapping[str, str]] = {
             "here|he|she|they|them|his|her|their|you|your|what|which|who|whom|when|where|"
             "why|how|not|no|yes|just|also|very|really|too|some|any|all|more|most|up|out|"
             "over|only|own|same|such|each|both|few|other|again|once|get|got|let|lot|"
-            "thing|things|stuff|yeah|oh|well|okay|ok|sure|gonna|kinda|maybe|like"
+            "thing|things|stuff|yeah|oh|well|okay|ok|sure|gonna|kinda|maybe|like|now"
         ),
         "ru": (
             "и|в|во|не|на|с|со|что|как|а|но|к|ко|по|из|у|за|о|об|от|до|для|это|то|так|же|"
             "ли|бы|был|была|были|было|быть|есть|он|она|оно|они|его|её|ее|их|ты|вы|тот|та|"
             "те|этот|эта|эти|там|тут|здесь|уже|ещё|еще|очень|просто|когда|где|кто|чем|"
-            "чтобы|или|если|да|нет|ну|вот|всё|все"
+            "чтобы|или|если|да|нет|ну|вот|всё|все|сейчас|теперь"
         ),
-        "zh": "的|了|是|在|和|也|就|都|而|与|着|或|吧|啊|呢|吗|这|那|个|有|很",
-        "ja": "は|が|を|に|で|と|の|も|へ|や|から|まで|です|ます|した|する|ある|いる|この|その",
+        "zh": "的|了|是|在|和|也|就|都|而|与|着|或|吧|啊|呢|吗|这|那|个|有|很|现在",
+        "ja": "は|が|を|に|で|と|の|も|へ|や|から|まで|です|ます|した|する|ある|いる|この|その|今",
         "es": (
             "el|la|los|las|un|una|unos|unas|y|o|de|del|a|al|en|con|por|para|que|es|son|"
-            "fue|era|está|están|se|lo|le|les|su|sus|tu|este|esta|eso|muy|pero|como|más"
+            "fue|era|está|están|se|lo|le|les|su|sus|tu|este|esta|eso|muy|pero|como|más|ahora"
         ),
         "de": (
             "der|die|das|den|dem|des|ein|eine|einen|einem|und|oder|aber|in|im|an|am|auf|"
             "zu|zum|zur|mit|von|vom|für|ist|sind|war|waren|hat|haben|es|sie|er|du|ihr|"
-            "dass|wie|sehr|auch|noch|schon|so"
+            "dass|wie|sehr|auch|noch|schon|so|jetzt"
         ),
         "fr": (
             "le|la|les|l'|un|une|des|et|ou|de|du|d'|à|au|aux|en|dans|sur|avec|pour|par|que|"
             "qui|est|sont|était|a|ont|ce|cette|ces|il|elle|ils|elles|vous|tu|se|très|mais|"
-            "comme|plus|pas|ne|n'"
+            "comme|plus|pas|ne|n'|maintenant"
         ),
     },
     "chatter": {

@@ -50,6 +50,7 @@ from typing import Any
 from memstore.core.consolidation_report import OVER_BUDGET, SKIP, SUPERSEDE, WRITE, Decision
 from memstore.core.dates import parse_formatted
 from memstore.extraction.protocols import FactLike
+from memstore.extraction.specifics import has_digit
 from memstore.extraction.statements import (
     SCORE_SHARE,
     Candidate,
@@ -100,19 +101,23 @@ def _slug(text: str) -> str:
 
 
 @functools.lru_cache(maxsize=16384)
-def slot_key(subject: str, attribute: str, text: str = "") -> str:
+def slot_key(subject: str, attribute: str, text: str = "", identity: bool = False) -> str:
     """The entry key of a fact's slot, lowercase, white space and punctuation as ``-``.
 
     ``fact:<subject>:<attribute>`` when the extractor named an attribute (a newer fact about
     it supersedes the older); otherwise the fact is its own slot, named by its first content
     words and a short hash of all of them (``fact:user:sister-maria~3f2a9c``),
-    so the same fact said again, in any punctuation, lands on the same key. Past
+    so the same fact said again, in any punctuation, lands on the same key. An ``identity``
+    fact (``my passport number is ...``) is named without the words that hold a digit: what
+    it is about is its slot, its value what a newer statement replaces. Past
     :data:`MAX_SLOT_CHARS` the slot is clipped and made unique by a hash of the whole.
     """
     if attribute.strip():
         slot = f"{_slug(subject)}:{_slug(attribute)}"
     else:
         words = content_units(_SPEAKER.sub("", text, count=1))
+        if identity:
+            words = tuple(word for word in words if not has_digit(word))
         digest = hashlib.sha256(" ".join(sorted(set(words))).encode()).hexdigest()
         digest = digest[:DIGEST_CHARS]
         slot = f"{_slug(subject)}:{_slug(' '.join(words[:SLUG_WORDS]))}~{digest}"
@@ -124,7 +129,8 @@ def slot_key(subject: str, attribute: str, text: str = "") -> str:
 
 def fact_slot(fact: FactLike) -> str:
     """The entry key of ``fact`` (:func:`slot_key`)."""
-    return slot_key(fact.subject, fact.attribute, fact.text)
+    identity = getattr(fact, "stated", "") == "identity"
+    return slot_key(fact.subject, fact.attribute, fact.text, identity)
 
 
 def normalized_text(text: str) -> str:

@@ -80,9 +80,7 @@ class Items:
         return self
 
 
-def summarize(
-    items: Sequence[MemoryItem], previous: str | None = None, room: int = 400
-) -> str:
+def summarize(items: Sequence[MemoryItem], previous: str | None = None, room: int = 400) -> str:
     """The extractive summary of ``items`` within ``room`` words."""
     return ExtractiveSummarizer().summarize(
         previous, items, max_tokens=room, count_tokens=WordEstimator().count

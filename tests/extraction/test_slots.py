@@ -65,6 +65,15 @@ def test_a_statement_is_its_own_slot_whatever_its_punctuation() -> None:
     assert fact_slot(other) != fact_slot(said)
 
 
+def test_an_identity_fact_restated_with_a_new_value_keeps_its_slot() -> None:
+    said = replace(user_fact("My passport number is XQ7731ZKJ.", 1), stated="identity")
+    renewed = replace(user_fact("My passport number is now PL5520RRT.", 2), stated="identity")
+    assert fact_slot(said) == fact_slot(renewed)  # what it is about, not its value
+    receipt = user_fact("Receipt R0001 was for the lamp.", 3)
+    other = user_fact("Receipt R0002 was for the lamp.", 4)
+    assert fact_slot(receipt) != fact_slot(other)  # any other statement: its own slot
+
+
 @pytest.mark.parametrize(
     ("first", "second"),
     [
