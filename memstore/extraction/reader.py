@@ -35,7 +35,7 @@ from memstore.extraction.fact_list import (
     make_fact,
 )
 from memstore.extraction.speakers import ROLE_SPEAKERS, SPEAKER
-from memstore.extraction.specifics import specific_phrases, specifics
+from memstore.extraction.specifics import is_exact, specific_phrases, specifics
 from memstore.extraction.statements import (
     MIN_ANSWER_SCORE,
     MIN_STATEMENT_SCORE,
@@ -273,7 +273,10 @@ class Reader:
         objective. Any other turn's statements are facts as said. The specifics of what no
         fact keeps (a task's or a request's words, a question's, a statement that says too
         little) are kept as what the user asked for or mentioned, those the calls' lines
-        and this exchange's results do not already say."""
+        and this exchange's results do not already say. What was asked for keeps its names
+        (the booking's ``Ortega``); what was only mentioned is kept when it holds an exact
+        value (a number, an id, a quoted string: what no paraphrase gives back), with the
+        names beside it."""
         turn, self.pending = self.pending, None
         if turn is None:
             return
@@ -304,6 +307,8 @@ class Reader:
         )
         asking = turn.acted or any(is_request(s) for s in rest)
         verb = ASKED if asking else MENTIONED
+        if not asking and not any(is_exact(value) for value in values):
+            values = ()  # names said in passing: alone they say little
         for part in chunks(values) if not self.every_statement else []:
             self.facts.add(
                 make_fact(

@@ -273,13 +273,15 @@ LINKED_WORTH = 0.01
 
 
 def _gist(fact: Fact) -> Fact | None:
-    """A statement's short form: its specifics, when the statement has any and says more
-    (``User mentioned: 14:05, B32``), for a summary with room for them but not for it."""
+    """A statement's short form: its specifics, when one is an exact value (a number, an id,
+    a quoted string) and the statement says more (``User mentioned: 14:05, B32, Frankfurt``),
+    for a summary with room for them but not for it. Names alone make no short form: they
+    say little without the statement, whose words already weigh them."""
     if fact.kind != FACT or not fact.speaker or fact.values or fact.stated not in ("", "user"):
         return None
     said = fact.text[len(fact.speaker) + 2 :] if fact.text.startswith(fact.speaker) else fact.text
     found = specific_phrases(said)[:MAX_LINE_VALUES]
-    if not found or len(found) >= len(said.split()):
+    if not any(map(is_exact, found)) or len(found) >= len(said.split()):
         return None
     line = asked_line(fact.speaker, found, MENTIONED)
     return make_fact(

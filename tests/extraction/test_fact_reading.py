@@ -42,6 +42,13 @@ def test_a_task_turn_keeps_what_its_calls_did_not_return_as_asked() -> None:
     assert "Casa Lima" not in ask and "12 April at 19:30" in ask and "Ortega" in ask
 
 
+def test_what_is_only_mentioned_is_kept_for_its_exact_values() -> None:
+    # Too short to be a statement: what it names is kept as mentioned, if one is exact.
+    (mentioned,) = read(Talk().say("user", "Flight TP13 Oslo.")).facts
+    assert mentioned.text == "User mentioned: TP13 Oslo"  # the name beside the value
+    assert not read(Talk().say("user", "Maybe Nebraska.")).facts  # a name alone says little
+
+
 def test_what_a_task_turn_stated_with_a_cue_stays_a_fact() -> None:
     items = Talk().say(
         "user", "I prefer aisle seats. Book me on flight TP1352 to Funchal on 12 April."

@@ -181,6 +181,15 @@ def test_a_statement_that_does_not_fit_leaves_its_specifics(role: str, speaker: 
         assert value in line
 
 
+def test_names_alone_make_no_short_form() -> None:
+    statement = LONG_STATEMENT.replace("at 14:05 from gate B32", "from the north gate")
+    items = said(statement, role="user")
+    full = summarize(items.items)
+    assert f"- User: {statement}" in full.splitlines()
+    short = summarize(items.items, room=COUNT(full) - 1)
+    assert " mentioned: " not in short  # Oslo, Frankfurt: no exact value among them
+
+
 def test_a_short_form_never_displaces_a_statement_that_fits() -> None:
     text = (
         "Facts:\n- Assistant: Pottery helps me relax after work. | I went to a climbing gym in "
