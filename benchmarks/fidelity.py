@@ -44,7 +44,8 @@ Data (fetched at run time, never committed):
 
 ``--sittings`` measures memory across a user's sessions instead (:mod:`fidelity_sittings`).
 ``--hard N`` and ``--entry-share R`` ask what larger inputs, or entries allowed more of the
-tokens they distil than the store's bounds (a quarter of a long session), would hold: what the store's bounds cost.
+tokens they distil than the store's bounds (a quarter of a long session), would hold: what
+the store's bounds cost.
 
 Offline after the first fetch (``--cache DIR``, default ``~/.cache/memstore-benchmarks``).
 """
