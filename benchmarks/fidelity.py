@@ -44,7 +44,8 @@ Data (fetched at run time, never committed):
 
 ``--sittings`` measures memory across a user's sessions instead (:mod:`fidelity_sittings`).
 ``--hard N`` and ``--entry-share R`` ask what larger inputs, or entries allowed more of the
-tokens they distil than the store's bounds (a quarter of a long session), would hold: what the store's bounds cost.
+tokens they distil than the store's bounds (a quarter of a long session), would hold: what
+the store's bounds cost.
 
 Offline after the first fetch (``--cache DIR``, default ``~/.cache/memstore-benchmarks``).
 """
@@ -66,8 +67,8 @@ from conversations import (  # beside this file
     fetch_chitchat,
     locomo_conversations,
     normalized,
-    words_of,
 )
+from fidelity_measures import answer_words, input_texts, truncated, word_recall  # beside this file
 
 from memstore import (
     ExtractiveSummarizer,
@@ -76,59 +77,13 @@ from memstore import (
     MemstoreError,
     TiktokenEstimator,
 )
-from memstore.core.search_terms import STOPWORDS
 from memstore.core.values import ITEM_OVERHEAD_TOKENS
 from memstore.extraction import slots
-from memstore.render.input import MEMORIES_CLOSE, MEMORIES_OPEN, SUMMARY_PREAMBLE
-from memstore.render.recall import RECALL_CLOSE, RECALL_OPEN
 
 CONDITIONS = ("truncation", "truncation, same tokens", "compaction", "compaction + recall")
 
 
 # -- the measurement --------------------------------------------------------------------------
-
-
-def input_texts(messages: list[dict[str, Any]]) -> str:
-    """Everything a model input says, recalled passages and memories decoded from their JSON
-    lines."""
-    texts = []
-    for message in messages:
-        content = message["content"]
-        lines = content.split("\n")
-        if RECALL_OPEN in lines:
-            block = lines[lines.index(RECALL_OPEN) + 1 : lines.index(RECALL_CLOSE)]
-            texts += [json.loads(line)["text"] for line in block]
-        elif MEMORIES_OPEN in lines:
-            block = lines[lines.index(MEMORIES_OPEN) + 1 : lines.index(MEMORIES_CLOSE)]
-            texts += [str(json.loads(line)["value"]) for line in block]
-        elif content.startswith(SUMMARY_PREAMBLE):
-            texts.append(content.split("\n\n", 1)[1])
-        else:
-            texts.append(content)
-    return normalized("\n".join(texts))
-
-
-def truncated(turns: list[tuple[str, str]], counts: list[int], budget: int) -> str:
-    """The newest turns whose cost (tokens + 4 each) fits ``budget``."""
-    used, kept = 0, []
-    for (_role, text), tokens in zip(reversed(turns), reversed(counts), strict=True):
-        if used + tokens + ITEM_OVERHEAD_TOKENS > budget:
-            break
-        used += tokens + ITEM_OVERHEAD_TOKENS
-        kept.append(text)
-    return normalized("\n".join(kept))
-
-
-def answer_words(answer: str) -> set[str]:
-    """The answer's content words: what an input must hold for the answer to be there."""
-    return {word for word in words_of(answer) if word not in STOPWORDS}
-
-
-def word_recall(answer: set[str], text: str) -> float:
-    """The share of ``answer``'s words that ``text`` holds."""
-    if not answer:
-        return 0.0
-    return len(answer & set(words_of(text))) / len(answer)
 
 
 async def measure(conv: Conversation, store: MemoryStore, limits: MemoryLimits) -> dict[str, Any]:

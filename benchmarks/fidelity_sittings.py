@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from conversations import Conversation, normalized, words_of  # beside this file
-from fidelity import answer_words, input_texts, truncated, word_recall  # beside this file
+from fidelity_measures import answer_words, input_texts, truncated, word_recall  # beside this file
 
 from memstore import ExtractiveSummarizer, MemoryLimits, MemoryStore, TiktokenEstimator
 from memstore.core.search_terms import STOPWORDS, search_terms

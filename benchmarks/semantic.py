@@ -14,7 +14,7 @@ the end, three ways: ``lexical`` (full text), ``semantic`` (vectors alone) and `
 * **recall@10**: an evidence turn is among ``memory.search(question, include_active=True,
   limit=10, mode=...)``'s hits;
 * **answer words**: the share of the answer's content words that
-  ``build_model_input(recall=question)`` holds (:func:`fidelity.word_recall`). The model
+  ``build_model_input(recall=question)`` holds (:func:`fidelity_measures.word_recall`). The model
   input has no mode argument: lexical is the same file opened without an embedder, semantic
   a what-if that has recall rank by vectors alone.
 
@@ -46,7 +46,7 @@ from typing import Any
 
 import conversations
 from conversations import Conversation, chitchat_conversations, fetch_chitchat, words_of
-from fidelity import answer_words, input_texts, word_recall
+from fidelity_measures import answer_words, input_texts, word_recall
 from suite import SETTINGS, history_records, interleaved, messages
 
 from memstore import MemoryLimits, MemoryStore, WordEstimator, WordLlamaEmbedder

@@ -39,12 +39,11 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
-from memstore import MemoryKind, MemoryLimits, MemoryStore, Priority
-from memstore.agent import Agent, Tool, TurnResult
-from memstore.cli.chat import compaction_line, tool_line
-from memstore.config import ModelSettings
-from memstore.model_side.openai_call import make_client
+from memstore import CompactionReport, MemoryKind, MemoryLimits, MemoryStore, Priority
+from memstore.agent import Agent, ModelSettings, Tool, ToolCall, TurnResult, make_client
 from memstore.offline_model import (
+    MEMORIES_CLOSE,
+    MEMORIES_OPEN,
     Reply,
     StandInModel,
     current_turn,
@@ -55,7 +54,6 @@ from memstore.offline_model import (
     text_reply,
     tool_call_reply,
 )
-from memstore.render.input import MEMORIES_CLOSE, MEMORIES_OPEN
 
 SCOPE = "agent:code-reviewer"
 #: Files larger than this are not read whole into a model's context.
@@ -252,6 +250,22 @@ def offline_brain() -> Any:
 # -- running it --------------------------------------------------------------------------------
 
 
+def tool_line(call: ToolCall) -> Text:
+    """One executed tool call (shown as data, never as markup)."""
+    args = ", ".join(f"{key}={str(value)[:60]}" for key, value in call.arguments.items())
+    return Text(f"  ⚙ {call.name}({args}) -> {call.output[:80]}", style="dim" if call.ok else "red")
+
+
+def compaction_line(report: CompactionReport) -> Text:
+    """One compaction, the moment it commits."""
+    return Text(
+        f"⟳ compaction #{report.compaction_count}: {report.before_tokens} -> "
+        f"{report.after_tokens} tokens · dropped {report.items_dropped} · summarized "
+        f"{report.items_summarized} · evicted {report.items_evicted}",
+        style="yellow",
+    )
+
+
 async def _free_session_id(store: MemoryStore, base: str) -> str:
     taken = {info.id for info in await store.sessions()}
     n = 1
@@ -286,7 +300,7 @@ async def review(args: argparse.Namespace, out: Console) -> tuple[TurnResult, St
             instructions=INSTRUCTIONS,
             tools=review_tools(workspace, out),
             on_tool_call=lambda call: out.print(tool_line(call), soft_wrap=True),
-            on_compaction=lambda r: out.print(compaction_line(r, agent.memory.limits.hard)),
+            on_compaction=lambda report: out.print(compaction_line(report)),
         )
         out.print(
             Text(f"session {session_id} · memories {args.scope} · model {model}", style="dim")

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from memstore.core.search_terms import SearchHit
     from memstore.core.tokens import ByteEstimator, TiktokenEstimator, TokenEstimator, WordEstimator
     from memstore.core.values import MemoryItem, MemoryKind, MemoryLimits, MemoryRole, Priority
+    from memstore.db.connection import register_functions
+    from memstore.db.lease import LeaseHolder
+    from memstore.db.vectors import EmbeddingStatus
     from memstore.errors import (
         CompactionConflictError,
         ConfigurationError,
@@ -52,6 +55,7 @@ if TYPE_CHECKING:
         SchemaTooNewError,
         SessionExistsError,
         SessionNotFoundError,
+        SessionSettingsError,
         StorageError,
         StorageFullError,
         ToolLoopError,
@@ -62,10 +66,18 @@ if TYPE_CHECKING:
     from memstore.extraction.fact_list import Fact
     from memstore.extraction.protocols import Extractor, Summarizer, SummaryText
     from memstore.extraction.summarizer import ExtractiveSummarizer
+    from memstore.memory.conversations import Conversations
     from memstore.memory.long_term import LongTermChange, LongTermEntry, LongTermMemory
+    from memstore.memory.options import SessionOptions
+    from memstore.memory.schema import SchemaStatus
     from memstore.memory.session import SessionMemory
     from memstore.memory.store import MemoryStore
-    from memstore.model_side.embedders import OpenAIEmbedder, WordLlamaEmbedder
+    from memstore.model_side.embedders import (
+        OpenAIEmbedder,
+        WordLlamaEmbedder,
+        embedder_from_spec,
+    )
+    from memstore.model_side.openai_extractor import OpenAIExtractor
     from memstore.model_side.openai_summarizer import OpenAISummarizer
 
 _EXPORTS = {
@@ -73,15 +85,17 @@ _EXPORTS = {
     "CompactionConflictError": "memstore.errors",
     "CompactionReport": "memstore.core.records",
     "ConfigurationError": "memstore.errors",
-    "ConsolidationReport": "memstore.core.consolidation_report",
     "ConflictError": "memstore.errors",
-    "ConversationConflictError": "memstore.errors",
     "ConnectionFailedError": "memstore.errors",
+    "ConsolidationReport": "memstore.core.consolidation_report",
+    "ConversationConflictError": "memstore.errors",
+    "Conversations": "memstore.memory.conversations",
     "CorruptDatabaseError": "memstore.errors",
     "DatabaseMissingError": "memstore.errors",
     "Embedder": "memstore.core.embedder",
     "EmbedderMismatchError": "memstore.errors",
     "EmbeddingError": "memstore.errors",
+    "EmbeddingStatus": "memstore.db.vectors",
     "EntryNotFoundError": "memstore.errors",
     "EstimatorMismatchError": "memstore.errors",
     "ExtractiveSummarizer": "memstore.extraction.summarizer",
@@ -91,6 +105,7 @@ _EXPORTS = {
     "IdempotencyConflictError": "memstore.errors",
     "KindRoleMismatchError": "memstore.errors",
     "LeaseHeldError": "memstore.errors",
+    "LeaseHolder": "memstore.db.lease",
     "LeaseLostError": "memstore.errors",
     "LockTimeoutError": "memstore.errors",
     "LongTermChange": "memstore.memory.long_term",
@@ -109,18 +124,22 @@ _EXPORTS = {
     "NotFoundError": "memstore.errors",
     "OfflineExtractor": "memstore.extraction.extractor",
     "OpenAIEmbedder": "memstore.model_side.embedders",
+    "OpenAIExtractor": "memstore.model_side.openai_extractor",
     "OpenAISummarizer": "memstore.model_side.openai_summarizer",
     "Priority": "memstore.core.values",
     "ReadOnlyDatabaseError": "memstore.errors",
     "SchemaError": "memstore.errors",
     "SchemaOutdatedError": "memstore.errors",
+    "SchemaStatus": "memstore.memory.schema",
     "SchemaTooNewError": "memstore.errors",
     "SearchHit": "memstore.core.search_terms",
+    "SessionExistsError": "memstore.errors",
     "SessionHistory": "memstore.core.records",
     "SessionInfo": "memstore.core.records",
     "SessionMemory": "memstore.memory.session",
-    "SessionExistsError": "memstore.errors",
     "SessionNotFoundError": "memstore.errors",
+    "SessionOptions": "memstore.memory.options",
+    "SessionSettingsError": "memstore.errors",
     "Settings": "memstore.config",
     "StorageError": "memstore.errors",
     "StorageFullError": "memstore.errors",
@@ -133,6 +152,8 @@ _EXPORTS = {
     "VersionConflictError": "memstore.errors",
     "WordEstimator": "memstore.core.tokens",
     "WordLlamaEmbedder": "memstore.model_side.embedders",
+    "embedder_from_spec": "memstore.model_side.embedders",
+    "register_functions": "memstore.db.connection",
 }
 
 
@@ -160,11 +181,13 @@ __all__ = [
     "ConnectionFailedError",
     "ConsolidationReport",
     "ConversationConflictError",
+    "Conversations",
     "CorruptDatabaseError",
     "DatabaseMissingError",
     "Embedder",
     "EmbedderMismatchError",
     "EmbeddingError",
+    "EmbeddingStatus",
     "EntryNotFoundError",
     "EstimatorMismatchError",
     "ExtractiveSummarizer",
@@ -174,6 +197,7 @@ __all__ = [
     "IdempotencyConflictError",
     "KindRoleMismatchError",
     "LeaseHeldError",
+    "LeaseHolder",
     "LeaseLostError",
     "LockTimeoutError",
     "LongTermChange",
@@ -192,11 +216,13 @@ __all__ = [
     "NotFoundError",
     "OfflineExtractor",
     "OpenAIEmbedder",
+    "OpenAIExtractor",
     "OpenAISummarizer",
     "Priority",
     "ReadOnlyDatabaseError",
     "SchemaError",
     "SchemaOutdatedError",
+    "SchemaStatus",
     "SchemaTooNewError",
     "SearchHit",
     "SessionExistsError",
@@ -204,6 +230,8 @@ __all__ = [
     "SessionInfo",
     "SessionMemory",
     "SessionNotFoundError",
+    "SessionOptions",
+    "SessionSettingsError",
     "Settings",
     "StorageError",
     "StorageFullError",
@@ -217,4 +245,6 @@ __all__ = [
     "WordEstimator",
     "WordLlamaEmbedder",
     "__version__",
+    "embedder_from_spec",
+    "register_functions",
 ]

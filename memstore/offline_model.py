@@ -1,5 +1,7 @@
 """``memstore.offline_model``: the scripted stand-in model server (the public import path; the
-code lives in :mod:`memstore.model_side.stand_in_server`)."""
+code lives in :mod:`memstore.model_side.stand_in_server`), and the fence of the "Relevant
+memories" message a scripted brain may read in a request (``MEMORIES_OPEN``,
+``MEMORIES_CLOSE``)."""
 
 from memstore.model_side.stand_in_server import (
     STANDIN_MODEL,
@@ -17,8 +19,11 @@ from memstore.model_side.stand_in_server import (
     text_reply,
     tool_call_reply,
 )
+from memstore.render.input import MEMORIES_CLOSE, MEMORIES_OPEN
 
 __all__ = [
+    "MEMORIES_CLOSE",
+    "MEMORIES_OPEN",
     "STANDIN_MODEL",
     "Brain",
     "RecordedRequest",

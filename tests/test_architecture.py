@@ -18,17 +18,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "memstore"
 #: is the architecture, and docs/architecture.md draws the same table.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("command line", ("memstore.cli", "memstore.__main__")),
-    (
-        "public names",
-        (
-            "memstore.__init__",
-            "memstore.agent",
-            "memstore.openai_agents",
-            "memstore.offline_model",
-            "memstore.pydantic_ai",
-        ),
-    ),
+    ("extras' import paths", ("memstore.openai_agents", "memstore.pydantic_ai")),
     ("adapters", ("memstore.adapters",)),
+    ("public names", ("memstore.__init__", "memstore.agent", "memstore.offline_model")),
     ("model side", ("memstore.model_side",)),
     ("memory services", ("memstore.memory",)),
     ("database", ("memstore.db",)),
@@ -51,6 +43,20 @@ EDGE_ONLY = {
     "uvicorn": "memstore.adapters.mcp",
     "starlette": "memstore.adapters.mcp",
 }
+#: Frameworks and clients no layer below the named one may import: a model client is the
+#: model side's business, an agent framework an adapter's (each an optional extra).
+LOWEST_IMPORTER = {
+    "openai": "memstore.model_side",
+    "agents": "memstore.adapters",
+    "mcp": "memstore.adapters",
+    "pydantic_ai": "memstore.adapters",
+}
+#: The layers that hold state or do I/O: the command line and the adapters reach them only
+#: through the public names (``memstore``, ``memstore.agent``, ...), as a user's program does.
+#: The pure layers (values and rules: core, extraction, render, the base) they may import.
+BEHIND_THE_PUBLIC_NAMES = ("memstore.memory", "memstore.db", "memstore.model_side")
+#: Who must use the public names only.
+PUBLIC_API_USERS = ("memstore.cli", "memstore.adapters")
 
 
 def module_name(path: Path) -> str:
@@ -83,6 +89,8 @@ GRAPH = {
 
 
 def layer_of(module: str) -> int:
+    if module == "memstore":  # ``from memstore import X``: the package's __init__
+        module = "memstore.__init__"
     for index, (_, prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
             if module == prefix or module.startswith(prefix + "."):
@@ -127,6 +135,28 @@ def test_third_party_edges_stay_at_the_edges(package: str) -> None:
     assert offenders == [], f"only {owner} may import {package}: {offenders}"
 
 
+@pytest.mark.parametrize("package", sorted(LOWEST_IMPORTER))
+def test_frameworks_stay_above_their_layer(package: str) -> None:
+    floor = layer_of(LOWEST_IMPORTER[package])
+    offenders = sorted(
+        name
+        for name, path in MODULES.items()
+        if layer_of(name) > floor
+        and any(imp == package or imp.startswith(package + ".") for imp in imports_of(path))
+    )
+    assert offenders == [], (
+        f"below {LOWEST_IMPORTER[package]}, {package} is imported by {offenders}"
+    )
+
+
+@pytest.mark.parametrize(
+    "module", sorted(name for name in MODULES if name.startswith(PUBLIC_API_USERS))
+)
+def test_the_command_line_and_adapters_use_the_public_names(module: str) -> None:
+    behind = sorted(other for other in GRAPH[module] if other.startswith(BEHIND_THE_PUBLIC_NAMES))
+    assert behind == [], f"{module} reaches past the public names: {behind}"
+
+
 def test_the_core_never_imports_a_driver_or_the_model_client() -> None:
     pure = [name for name in MODULES if layer_of(name) >= layer_of("memstore.core")]
     for name in pure:
@@ -153,7 +183,7 @@ def test_no_two_modules_share_a_name_for_different_jobs() -> None:
     for name in MODULES:
         if name.startswith("memstore.cli.") or name.endswith("__init__"):
             continue
-        if layer_of(name) == layer_of("memstore.agent"):
+        if layer_of(name) in {layer_of("memstore.agent"), layer_of("memstore.pydantic_ai")}:
             continue  # the public import paths re-export the module they are named after
         seen.setdefault(name.rsplit(".", 1)[-1], []).append(name)
     shared = {stem: names for stem, names in seen.items() if len(names) > 1}

@@ -42,17 +42,16 @@ import logging
 import os
 import threading
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from memstore import MemoryStore, SessionOptions
 from memstore.core.units import valid_input
 from memstore.errors import MemstoreError, SessionSettingsError, StorageError, ValidationError
-from memstore.memory.store import MemoryStore
-from memstore.memory.worker import new_handle_id
 from memstore.render.input import item_message
 
 if TYPE_CHECKING:
-    from memstore.memory.session import SessionMemory
+    from memstore import SessionMemory
 
 log = logging.getLogger("memstore")
 
@@ -141,7 +140,7 @@ class MemstoreSession:
         self._memory: SessionMemory | None = memory
         self.session_id: str = memory.session_id
         self.session_settings = session_settings_of(session_settings)
-        self._opening: tuple[str | os.PathLike[str], dict[str, Any]] | None = None
+        self._opening: tuple[str | os.PathLike[str], SessionOptions] | None = None
         self._stores = _Stores()
         self._release = weakref.finalize(self, self._stores.release)
 
@@ -152,8 +151,7 @@ class MemstoreSession:
         url: str | os.PathLike[str],
         *,
         session_settings: Any = None,
-        scope: str | None = None,
-        consolidate: bool = True,
+        options: SessionOptions | None = None,
         **session_options: Any,
     ) -> MemstoreSession:
         """A session on the database at ``url`` (a path or a database URL), opened on first
@@ -163,26 +161,27 @@ class MemstoreSession:
             session_id: The memstore session id.
             url: ``agent.db``, ``sqlite+aiosqlite:///agent.db``, ``postgresql+asyncpg://...``.
             session_settings: As for the constructor.
-            scope: The long-term scope the session belongs to (``user:alice``): the sessions
-                of one scope share recall (``recall_budget``, ``build_model_input(recall=..)``
-                on :meth:`memory`) and consolidate into that scope's long-term memory.
-            consolidate: For a scoped session, also consolidate what each compaction
-                removes (``False``: only when ``memory.consolidate()`` is called).
-            session_options: Passed to :meth:`MemoryStore.session` (``limits``,
-                ``estimator``, ``summarizer``, ``ltm_scopes``, ``ltm_budget``,
-                ``recall_budget``, ``extractor``).
+            options: What the memstore handle is opened with
+                (:class:`~memstore.SessionOptions`), as for :meth:`MemoryStore.session`.
+                Its ``scope`` is the long-term scope the session belongs to
+                (``user:alice``): the sessions of one scope share recall
+                (``recall_budget``, ``build_model_input(recall=..)`` on :meth:`memory`) and
+                consolidate into that scope's long-term memory (``consolidate=False``: only
+                when ``memory.consolidate()`` is called).
+            session_options: Any of those options as keywords (``scope``, ``limits``,
+                ``summarizer``, ...), replacing the ones ``options`` holds.
 
         Raises:
             ValidationError: a bad session id or ``scope`` (checked here, before anything
                 is opened or written).
         """
-        if scope is not None:
+        chosen = SessionOptions.merged(options, session_options)
+        if chosen.scope is not None:
             from memstore.core.ltm_entries import validate_scope
 
-            scope = validate_scope(scope)
+            chosen = replace(chosen, scope=validate_scope(chosen.scope))
         self = cls.__new__(cls)
-        options = {**session_options, "scope": scope, "consolidate": consolidate}
-        self._open_on_use(session_id, url, session_settings, options)
+        self._open_on_use(session_id, url, session_settings, chosen)
         return self
 
     def _open_on_use(
@@ -190,7 +189,7 @@ class MemstoreSession:
         session_id: str,
         url: str | os.PathLike[str],
         session_settings: Any,
-        session_options: dict[str, Any],
+        options: SessionOptions,
     ) -> None:
         from memstore.core.validation import validate_session_id
 
@@ -198,8 +197,7 @@ class MemstoreSession:
         self.session_id = validate_session_id(session_id)
         self.session_settings = session_settings_of(session_settings)
         # One writer, whichever loop it runs on: every store it opens records the same handle.
-        session_options = {"handle": new_handle_id(), **session_options}
-        self._opening = (url, session_options)
+        self._opening = (url, options.with_handle())
         self._stores = _Stores()
         self._release = weakref.finalize(self, self._stores.release)
 
@@ -239,7 +237,7 @@ class MemstoreSession:
         url, options = self._opening
         store = await MemoryStore.open(url)
         try:
-            opened = _Opened(store, store.session(self.session_id, **options), loop)
+            opened = _Opened(store, store.session(self.session_id, options=options), loop)
         except BaseException:
             await store.close()
             raise

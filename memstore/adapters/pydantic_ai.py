@@ -41,11 +41,10 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
+from memstore import Conversations, MemoryStore
 from memstore.adapters import PYDANTIC_AI_MISSING
 from memstore.core.conversation_keys import StoredConversation, StoredEntry
 from memstore.errors import ConversationConflictError, ValidationError
-from memstore.memory.conversations import Conversations
-from memstore.memory.store import MemoryStore
 
 try:
     from pydantic import TypeAdapter

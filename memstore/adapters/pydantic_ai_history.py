@@ -47,6 +47,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from memstore import SessionOptions
 from memstore.adapters import PYDANTIC_AI_MISSING
 from memstore.adapters.pydantic_ai import dump_message
 from memstore.config import Settings
@@ -54,10 +55,9 @@ from memstore.core.conversation_units import message_units, unit_items
 from memstore.core.policy import CompactionPlan, Snapshot, finish_plan, start_plan
 from memstore.core.redaction import redact
 from memstore.core.summary_room import summary_room
-from memstore.core.tokens import TiktokenEstimator, TokenEstimator
+from memstore.core.tokens import TokenEstimator
 from memstore.core.values import MemoryLimits
 from memstore.extraction.protocols import Summarizer, as_summarizer
-from memstore.extraction.summarizer import ExtractiveSummarizer
 
 try:
     from pydantic_ai.messages import (
@@ -106,9 +106,13 @@ class MemstoreHistory:
         summarizer: Summarizer | None = None,
         settings: Settings | None = None,
     ) -> None:
-        self.limits = limits or MemoryLimits.from_env()
-        self.estimator = estimator or TiktokenEstimator()
-        self.summarizer = as_summarizer(summarizer or ExtractiveSummarizer())
+        # The defaults are a session handle's, said once (SessionOptions).
+        chosen = SessionOptions(limits=limits, estimator=estimator, summarizer=summarizer)
+        chosen = chosen.resolved()
+        assert chosen.limits is not None and chosen.estimator is not None
+        assert chosen.summarizer is not None
+        self.limits, self.estimator = chosen.limits, chosen.estimator
+        self.summarizer = as_summarizer(chosen.summarizer)
         self._timeout = (settings or Settings.from_env()).summarizer_timeout_s
 
     async def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:

@@ -33,16 +33,16 @@ import click
 from rich.console import Console
 from rich.text import Text
 
+from memstore import MemoryStore
 from memstore.cli.output import console, preview
 from memstore.config import ModelSettings
 from memstore.core.ltm_entries import validate_scope
 from memstore.core.records import CompactionReport
 from memstore.core.validation import validate_session_id
 from memstore.errors import MemstoreError
-from memstore.memory.store import MemoryStore
 
 if TYPE_CHECKING:
-    from memstore.model_side.agent import Agent, ToolCall
+    from memstore.agent import Agent, ToolCall
 
 HELP = """\
 /memory  the working memory: tokens, items, summary, and the scope's long-term entries
@@ -172,9 +172,8 @@ async def run_chat(
     max_output_tokens: int | None = None,
 ) -> int:
     """Open the store and the agent, then run every turn; return the number of turns."""
+    from memstore.agent import Agent, make_client
     from memstore.extraction.summarizer import ExtractiveSummarizer
-    from memstore.model_side.agent import Agent
-    from memstore.model_side.openai_call import make_client
 
     out = ui.out
     client = make_client(settings, max_retries=max_retries)

@@ -10,9 +10,8 @@ import click
 from memstore.cli.output import json_option, print_json, run_with_store
 
 if TYPE_CHECKING:
+    from memstore import EmbeddingStatus, MemoryStore
     from memstore.core.invariants import Violation
-    from memstore.db.vectors import EmbeddingStatus
-    from memstore.memory.store import MemoryStore
 
 
 @click.command("check")
@@ -69,7 +68,5 @@ def vector_line(status: EmbeddingStatus) -> str:
 async def _check(
     store: MemoryStore, session_id: str | None
 ) -> tuple[list[Violation], int, list[EmbeddingStatus]]:
-    from memstore.db.audit import index_lag
-
     violations = await store.check(session_id)
-    return violations, await index_lag(store.database), await store.embedding_status()
+    return violations, await store.index_lag(), await store.embedding_status()

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import click
 from rich.table import Table
 from rich.text import Text
 
+from memstore import MemoryStore, SessionOptions
 from memstore.cli.output import (
     console,
     is_narrow,
@@ -16,8 +19,6 @@ from memstore.cli.output import (
     run_with_store,
 )
 from memstore.core.consolidation_report import ConsolidationReport
-from memstore.core.tokens import RecordedEstimator
-from memstore.memory.store import MemoryStore
 
 
 def decisions_table(report: ConsolidationReport) -> Table:
@@ -64,13 +65,9 @@ async def _consolidate(
             "--scope SCOPE (a session started with `memstore add SESSION --scope SCOPE` has "
             "its own)"
         )
-    memory = store.session(
-        session_id,
-        limits=info.limits,
-        estimator=RecordedEstimator(info.estimator),
-        scope=scope or info.scope,
-        consolidate=False,
-    )
+    # Counted as recorded; in the scope named here, which a session of none lacks.
+    recorded = SessionOptions(consolidate=False).of_record(info)
+    memory = store.session(session_id, options=replace(recorded, scope=scope or info.scope))
     report = await memory.consolidate(dry_run=dry_run)
     assert report is not None  # an asked-for run waits for the lease or raises
     return report

@@ -14,6 +14,7 @@ from typing import Any
 import click
 from rich.text import Text
 
+from memstore import MemoryStore
 from memstore.cli.output import (
     cell,
     console,
@@ -25,7 +26,6 @@ from memstore.cli.output import (
 from memstore.core.conversation_keys import StoredConversation, StoredEntry
 from memstore.core.conversation_text import message_role
 from memstore.errors import NotFoundError
-from memstore.memory.store import MemoryStore
 
 
 def _when(record: StoredConversation) -> str:

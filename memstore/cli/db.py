@@ -8,8 +8,8 @@ import sys
 
 import click
 
+from memstore import MemoryStore
 from memstore.cli.output import json_option, print_json
-from memstore.memory.schema import schema_status
 
 
 @click.group("db")
@@ -22,7 +22,7 @@ def db_group() -> None:
 @click.pass_context
 def db_current(ctx: click.Context, as_json: bool) -> None:
     """Print the database's schema revision and the newest this memstore knows."""
-    status, _ = asyncio.run(schema_status(ctx.find_root().obj))
+    status, _ = asyncio.run(MemoryStore.schema_status(ctx.find_root().obj))
     if as_json:
         print_json(
             {
@@ -46,7 +46,7 @@ def db_upgrade(ctx: click.Context) -> None:
     log.addHandler(progress)
     log.setLevel(min(log.getEffectiveLevel(), logging.INFO))
     try:
-        before, after = asyncio.run(schema_status(ctx.find_root().obj, upgrade=True))
+        before, after = asyncio.run(MemoryStore.schema_status(ctx.find_root().obj, upgrade=True))
     finally:
         log.removeHandler(progress)
     if before.current == after.current:

@@ -20,14 +20,13 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from memstore import MemoryStore, SessionMemory
 from memstore.cli.output import console, is_terminal, preview
 from memstore.core.records import CompactionReport
 from memstore.core.tokens import TiktokenEstimator
 from memstore.core.validation import validate_session_id
 from memstore.core.values import MemoryItem, MemoryLimits, Priority
 from memstore.extraction.summarizer import ExtractiveSummarizer
-from memstore.memory.session import SessionMemory
-from memstore.memory.store import MemoryStore
 
 #: Small limits, so a 24-turn script compacts a few times (defaults are 1500 / 900 / 4).
 DEMO_LIMITS = MemoryLimits(hard=440, target=300, keep_recent=4)

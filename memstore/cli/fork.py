@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
+from memstore import MemoryStore
 from memstore.cli.output import json_option, print_json, run_with_store
 from memstore.core.records import SessionInfo
-from memstore.memory.store import MemoryStore
 
 
 def parent_label(info: SessionInfo) -> str:

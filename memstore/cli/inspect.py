@@ -12,6 +12,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from memstore import MemoryStore
 from memstore.cli.fork import parent_label
 from memstore.cli.output import (
     cell,
@@ -31,12 +32,10 @@ from memstore.cli.output import (
 from memstore.core.records import CompactionReport, SessionInfo
 from memstore.core.values import MemoryItem
 from memstore.errors import SessionNotFoundError
-from memstore.memory.preview import preview_handle
-from memstore.memory.store import MemoryStore
 
 if TYPE_CHECKING:
+    from memstore import LeaseHolder
     from memstore.core.input_counts import CountFit
-    from memstore.db.lease import LeaseHolder
 
 
 def items_table(title: str, items: list[MemoryItem], *, full: bool, fates: bool) -> Table:
@@ -366,7 +365,7 @@ def show_input(
     """Print the exact Responses API input the session would send now, as JSON."""
 
     async def load(store: MemoryStore) -> list[dict[str, Any]]:
-        memory = await preview_handle(store, session_id, scopes)
+        memory = await store.preview(session_id, scopes)
         return await memory.build_model_input(recall=recall)
 
     try:

@@ -16,6 +16,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
+from memstore import LongTermChange, LongTermEntry, MemoryStore
 from memstore.cli.output import (
     console,
     is_narrow,
@@ -28,8 +29,6 @@ from memstore.cli.output import (
 )
 from memstore.core.ltm_entries import DEFAULT_SCOPE
 from memstore.errors import EntryNotFoundError
-from memstore.memory.long_term import LongTermChange, LongTermEntry
-from memstore.memory.store import MemoryStore
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 
 import click
 
+from memstore import MemoryStore
 from memstore.cli.output import embedder_option, run_with_store
 from memstore.config import MCP_TOKEN_VARIABLE, mcp_token
 from memstore.core.ltm_entries import validate_scope
-from memstore.memory.store import MemoryStore
 
 if TYPE_CHECKING:
     import socket

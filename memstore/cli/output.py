@@ -18,7 +18,7 @@ from rich.containers import Lines
 from rich.table import Table
 from rich.text import Text
 
-from memstore.memory.store import MemoryStore
+from memstore import MemoryStore
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -112,7 +112,7 @@ def run_with_store(
     embedder = None
     spec = ctx.meta.get(EMBEDDER_KEY)
     if spec:
-        from memstore.model_side.embedders import embedder_from_spec
+        from memstore import embedder_from_spec
 
         embedder = embedder_from_spec(spec)
 

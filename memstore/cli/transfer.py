@@ -13,12 +13,11 @@ from typing import IO, Any
 
 import click
 
+from memstore import MemoryStore
 from memstore.cli.output import run_with_store, with_progress
 from memstore.config import Settings
 from memstore.core.ltm_entries import LongTermEntry
 from memstore.errors import StorageError, ValidationError
-from memstore.memory.history_actions import check_export
-from memstore.memory.store import MemoryStore
 
 
 @click.command("export")
@@ -83,7 +82,7 @@ def import_session(ctx: click.Context, source: IO[str]) -> None:
     """Load a session exported with `memstore export` (FILE, or '-' for standard input)."""
     records = _read_records(source)
     # Checked before the database is opened: a malformed file creates no database file.
-    checked = check_export(records, max_item_bytes=Settings.from_env().max_item_bytes)
+    checked = MemoryStore.check_export(records, max_item_bytes=Settings.from_env().max_item_bytes)
 
     async def load(store: MemoryStore) -> str:
         session_id = await store.import_session(checked)

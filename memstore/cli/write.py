@@ -8,6 +8,7 @@ from typing import Any
 import click
 from rich.table import Table
 
+from memstore import MemoryStore
 from memstore.cli.inspect import reports_table
 from memstore.cli.output import (
     console,
@@ -23,44 +24,13 @@ from memstore.core.ltm_entries import validate_scope
 from memstore.core.policy import CompactionPlan
 from memstore.core.records import CompactionReport
 from memstore.core.tokens import (
-    RecordedEstimator,
     TiktokenEstimator,
-    TokenEstimator,
     WordEstimator,
 )
 from memstore.core.values import MemoryItem, MemoryKind, MemoryRole, Priority
-from memstore.errors import MemstoreError, SessionNotFoundError, ValidationError
-from memstore.memory.session import SessionMemory
-from memstore.memory.store import MemoryStore
+from memstore.errors import MemstoreError
 
 ESTIMATORS = {"tiktoken": TiktokenEstimator, "words": WordEstimator}
-
-
-async def open_or_create(
-    store: MemoryStore, session_id: str, estimator: str, scope: str | None = None
-) -> SessionMemory:
-    """The existing session as recorded, or a new one counted with ``estimator`` and
-    recorded in ``scope``. A scoped session is opened as the API opens one: what each
-    compaction removes is consolidated into its scope.
-
-    Raises:
-        ValidationError: ``scope`` is not the existing session's (``scope``).
-    """
-    try:
-        info = await store.session_info(session_id)
-    except SessionNotFoundError:
-        counter: TokenEstimator = ESTIMATORS[estimator]()
-        return store.session(session_id, estimator=counter, scope=scope)
-    if scope is not None and info.scope != scope:
-        # A session's scope is recorded by its first append, and never changes.
-        recorded = "no scope" if info.scope is None else f"scope {info.scope!r}"
-        raise ValidationError("scope", f"session {session_id!r} was started in {recorded}")
-    return store.session(
-        session_id,
-        limits=info.limits,
-        estimator=RecordedEstimator(info.estimator),
-        scope=info.scope,
-    )
 
 
 def read_stdin(ctx: click.Context) -> str:
@@ -136,7 +106,9 @@ def add_item(
     async def run(
         store: MemoryStore,
     ) -> tuple[MemoryItem, int | None, list[CompactionReport], str | None, bool]:
-        memory = await open_or_create(store, session_id, estimator, scope)
+        # An existing session keeps its estimator; the one named counts a new session.
+        counter = ESTIMATORS[estimator]()
+        memory = await store.attach(session_id, create=True, estimator=counter, scope=scope)
         seen: list[CompactionReport] = []
         memory.add_observer(seen.append)
         before = (await memory.snapshot()) if idempotency_key else None
@@ -233,7 +205,8 @@ def compact_session(ctx: click.Context, session_id: str, dry_run: bool, as_json:
     """Compact SESSION now: drop noise, summarize unprotected items, enforce the target."""
 
     async def run(store: MemoryStore) -> CompactionPlan | CompactionReport | None:
-        memory = await store.attach(session_id)
+        # An operator's compaction distils nothing: `memstore consolidate` does, when asked.
+        memory = await store.attach(session_id, consolidate=False)
         if dry_run:
             return await memory.plan_compaction()
         # An operator is told at once who is compacting (LeaseHeldError), not kept waiting.

@@ -3,8 +3,9 @@
 ``await memory.consolidate()`` (and, for a scoped session, every compaction) runs one
 consolidation of the session, in this order, with no transaction open between the steps:
 
-1. take the session's lease, the one compactions take (waiting for a compaction that holds
-   it, up to :data:`LEASE_WAIT_S_FACTOR` lease times), and keep it alive with a heartbeat;
+1. take the session's lease, the one compactions take, as they take it
+   (:mod:`memstore.memory.lease_runner`: waiting for a compaction that holds it, up to
+   :data:`LEASE_WAIT_S_FACTOR` lease times), and keep it alive with a heartbeat;
 2. read the items no earlier run consumed (after a compaction: only those that left working
    memory);
 3. extract facts from them (an :class:`~memstore.Extractor`: the offline
@@ -24,23 +25,18 @@ traces, each run is an ``upsert_memory`` span with its report's counts
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
 import functools
 import os
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from memstore.config import Settings
 from memstore.core.consolidation_report import ConsolidationReport
 from memstore.core.values import ITEM_OVERHEAD_TOKENS, MemoryItem
 from memstore.db import consolidation_runs as runs
-from memstore.db.engine import Database
-from memstore.db.lease import Lease, LeaseHolder, acquire_lease, release_lease
+from memstore.db.lease import Lease, LeaseHolder
 from memstore.db.reads import utcnow
 from memstore.errors import (
-    LeaseHeldError,
     SessionNotFoundError,
     StorageError,
     ValidationError,
@@ -53,51 +49,33 @@ from memstore.extraction.slots import (
     fact_slot,
     provenance,
 )
-from memstore.memory.compactor import Heartbeat
+from memstore.memory.lease_runner import LeaseRunner, lease_held
 from memstore.memory.tracing import UPSERT_MEMORY, start
-from memstore.memory.worker import Worker
+
+if TYPE_CHECKING:
+    from memstore.memory.context import SessionContext
 
 #: How long an asked-for run waits for a compaction (or another run) holding the lease: a
 #: compaction takes well under a lease time, and a dead holder's lease expires within one.
 LEASE_WAIT_S_FACTOR = 2.0
-#: Polling interval while waiting for the lease.
-LEASE_POLL_S = 0.05
 #: Plans one run may make when people keep writing its slots under it.
 MAX_PLANS = 3
-
-CountTokens = Callable[[str], int]
 
 
 class Consolidator:
     """Runs consolidations of one session for its handle.
 
     Args:
-        database: The store's database.
-        settings: Store settings (the lease length).
-        worker: Who runs it (lease owner).
-        session_id: The session.
-        scope: The scope the handle was opened with (``None``: the session's recorded one).
-        count: The session's token estimator.
+        context: The session (:class:`~memstore.memory.context.SessionContext`); its
+            ``scope`` is the handle's (``None``: the session's recorded one).
         extractor: Finds the facts.
     """
 
-    def __init__(
-        self,
-        *,
-        database: Database,
-        settings: Settings,
-        worker: Worker,
-        session_id: str,
-        scope: str | None,
-        count: CountTokens,
-        extractor: Extractor,
-    ) -> None:
-        self._db = database
-        self._settings = settings
-        self._worker = worker
-        self._session_id = session_id
-        self._scope = scope
-        self._count = count
+    def __init__(self, context: SessionContext, extractor: Extractor) -> None:
+        self._context = context
+        self._db = context.database
+        self._session_id = context.session_id
+        self._leases = LeaseRunner(context)
         self.extractor = extractor
 
     async def run(
@@ -143,21 +121,13 @@ class Consolidator:
         lease = await self._take_lease(wait)
         if lease is None:
             return None
-        owner = self._worker.id
-        committed = False
-        try:
-            async with Heartbeat(
-                self._db, self._session_id, owner, lease.token, self._settings.lease_s
-            ) as heartbeat:
-                report = await heartbeat.guard(
-                    self._consume(scope, owner, lease, forgotten_only, compaction)
-                )
-                committed = report.number is not None
-        finally:
-            if not committed:
-                with contextlib.suppress(StorageError):  # it expires anyway
-                    await release_lease(self._db, self._session_id, owner, lease.token)
-        return report
+        return await self._leases.hold(
+            lease,
+            lambda heartbeat: heartbeat.guard(
+                self._consume(scope, lease, forgotten_only, compaction)
+            ),
+            committed=lambda report: report.number is not None,
+        )
 
     async def reports(self) -> list[ConsolidationReport]:
         """Every committed run of the session, oldest first."""
@@ -170,12 +140,13 @@ class Consolidator:
         found, recorded = await runs.session_scope(self._db, self._session_id)
         if not found:
             raise SessionNotFoundError(self._session_id)
-        if self._scope is not None and recorded is not None and recorded != self._scope:
+        given = self._context.scope
+        if given is not None and recorded is not None and recorded != given:
             raise ValidationError(
                 "scope",
-                f"session {self._session_id!r} belongs to {recorded!r}, not {self._scope!r}",
+                f"session {self._session_id!r} belongs to {recorded!r}, not {given!r}",
             )
-        scope = recorded or self._scope
+        scope = recorded or given
         if scope is None:
             raise ValidationError(
                 "scope",
@@ -185,26 +156,19 @@ class Consolidator:
         return scope
 
     async def _take_lease(self, wait: bool) -> Lease | None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._settings.lease_s * LEASE_WAIT_S_FACTOR
-        while True:
-            taken = await acquire_lease(
-                self._db, self._session_id, self._worker.id, self._settings.lease_s
-            )
-            if taken is None:
-                raise SessionNotFoundError(self._session_id)
-            if isinstance(taken, Lease):
-                return taken
-            if not wait:
-                return None
-            if loop.time() >= deadline:
-                raise _held(self._session_id, taken)
-            await asyncio.sleep(LEASE_POLL_S)
+        lease_s = self._context.settings.lease_s
+        taken = await self._leases.take(wait=lease_s * LEASE_WAIT_S_FACTOR if wait else 0.0)
+        if taken is None:
+            raise SessionNotFoundError(self._session_id)
+        if isinstance(taken, LeaseHolder):
+            if wait:
+                raise lease_held(self._session_id, taken)
+            return None
+        return taken
 
     async def _consume(
         self,
         scope: str,
-        owner: str,
         lease: Lease,
         forgotten_only: bool,
         compaction: int | None,
@@ -220,7 +184,7 @@ class Consolidator:
             record = runs.RunRecord(
                 session_id=self._session_id,
                 scope=scope,
-                owner=owner,
+                owner=self._context.worker.id,
                 lease_token=lease.token,
                 extractor=self.extractor.name,
                 compaction=compaction,
@@ -265,7 +229,7 @@ class Consolidator:
         source = sum(item.estimated_tokens + ITEM_OVERHEAD_TOKENS for item in pending)
         consumed, written = await runs.session_totals(self._db, self._session_id)
         room = max(0, budget_for(consumed + source) - written)
-        return await self.extractor(pending, max_tokens=room, count_tokens=self._count)
+        return await self.extractor(pending, max_tokens=room, count_tokens=self._context.count)
 
     async def _decide(
         self,
@@ -285,7 +249,7 @@ class Consolidator:
         consumed, written = await runs.session_totals(self._db, self._session_id)
         budget = max(0, budget_for(consumed + source_tokens) - written)
         short = consumed + source_tokens <= SHORT_CONVERSATION_TOKENS
-        decisions = decide(facts, slots, budget=budget, count=self._count, short=short)
+        decisions = decide(facts, slots, budget=budget, count=self._context.count, short=short)
         return ConsolidationReport(
             session_id=self._session_id,
             scope=scope,
@@ -299,7 +263,7 @@ class Consolidator:
             decisions=tuple(decisions),
             started_at=started,
             finished_at=utcnow(),
-            worker=f"{self._worker.host}:{os.getpid()}",
+            worker=f"{self._context.worker.host}:{os.getpid()}",
         )
 
 
@@ -328,13 +292,3 @@ def _sources(
                 extractor=report.extractor,
             )
     return out
-
-
-def _held(session_id: str, holder: LeaseHolder) -> LeaseHeldError:
-    return LeaseHeldError(
-        session_id,
-        holder=holder.owner,
-        host=holder.host,
-        pid=holder.pid,
-        expires_in=holder.expires_in,
-    )

@@ -1,14 +1,15 @@
 """What a store does to a session's recorded history as a whole: export it, import it, prune
 or purge it, and find the long-term entries consolidated from it.
 
-A base of :class:`~memstore.memory.store.MemoryStore` (the attributes below are the store's).
+:class:`StoreHistory` is a part :class:`~memstore.memory.store.MemoryStore` holds; the store
+shows its methods as its own.
 Deleting history is an explicit operator action; the entries consolidation derived from it are
 the user's long-term memory now, so they stay unless ``with_derived`` deletes them too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -55,17 +56,27 @@ def check_export(
     return CheckedExport(session_id, rows, max_item_bytes)
 
 
-class HistoryActions:
-    """Export, import, prune, purge, and the entries derived from a session."""
+class StoreHistory:
+    """Export, import, prune, purge, and the entries derived from a session.
 
-    _db: Database
-    settings: Settings
-    embedding: EmbeddingService | None
+    Args:
+        database: The store's database.
+        settings: Store-wide settings (the largest item an import may hold).
+        embedding: The store's embedder (``None``: none): an import is embedded after.
+        long_term: The store's long-term memory (its clock dates what a deletion erases).
+    """
 
-    @property
-    def ltm(self) -> LongTermMemory:
-        """The store's long-term memory (:attr:`MemoryStore.ltm`)."""
-        raise NotImplementedError
+    def __init__(
+        self,
+        database: Database,
+        settings: Settings,
+        embedding: EmbeddingService | None,
+        long_term: Callable[[], LongTermMemory],
+    ) -> None:
+        self._db = database
+        self._settings = settings
+        self._embedding = embedding
+        self._long_term = long_term
 
     async def export_session(self, session_id: str) -> list[dict[str, Any]]:
         """The session's rows as JSON-ready records (write one per line for JSON Lines).
@@ -92,7 +103,7 @@ class HistoryActions:
         """
         from memstore.db import transfer
 
-        limit = self.settings.max_item_bytes
+        limit = self._settings.max_item_bytes
         if not isinstance(records, CheckedExport):
             checked = check_export(records, max_item_bytes=limit)
         elif records.max_item_bytes > limit:
@@ -103,8 +114,8 @@ class HistoryActions:
         else:
             checked = records
         await transfer.insert_records(self._db, checked.session_id, checked.rows)
-        if self.embedding is not None:  # a bulk of new rows: embed them in the background
-            self.embedding.start()
+        if self._embedding is not None:  # a bulk of new rows: embed them in the background
+            self._embedding.start()
         return checked.session_id
 
     async def prune(
@@ -137,7 +148,7 @@ class HistoryActions:
             before_version=before_version,
             before_time=before,
             with_derived=validate_flag("with_derived", with_derived),
-            now=self.ltm.clock(),
+            now=self._long_term().clock(),
         )
 
     async def purge(
@@ -162,7 +173,7 @@ class HistoryActions:
             sid,
             with_forks=validate_flag("with_forks", with_forks),
             with_derived=validate_flag("with_derived", with_derived),
-            now=self.ltm.clock(),
+            now=self._long_term().clock(),
         )
 
     async def derived_entries(
@@ -172,5 +183,5 @@ class HistoryActions:
         (``deleted_items_only``: from items of it that no longer exist, after a prune)."""
         from memstore.db import consolidation_runs as runs
 
-        sid, now = validate_session_id(session_id), self.ltm.clock()
+        sid, now = validate_session_id(session_id), self._long_term().clock()
         return await runs.derived_entries(self._db, sid, now, deleted_items_only)

@@ -29,14 +29,14 @@ application traces, and its recall a ``search_memory`` span within it
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memstore.core.ltm_entries import memory_budget
 from memstore.core.policy import Snapshot, bounded_view
 from memstore.core.search_terms import SearchScope, search_terms
-from memstore.core.values import MemoryItem, MemoryLimits
+from memstore.core.values import MemoryItem
 from memstore.db import reads
 from memstore.db import search as search_db
 from memstore.memory.tracing import BUILD_MODEL_INPUT, MemorySpan, recalling, start
@@ -50,8 +50,7 @@ from memstore.render.recall import (
 )
 
 if TYPE_CHECKING:
-    from memstore.db import Database
-    from memstore.memory.embedding import EmbeddingService
+    from memstore.memory.context import SessionContext
     from memstore.memory.long_term import LongTermMemory, MemoriesBlock
     from memstore.render.scope_recall import ScopeRecallBlock
 
@@ -60,21 +59,14 @@ if TYPE_CHECKING:
 class InputSources:
     """What one handle's model input draws on (its configuration; no state)."""
 
-    database: Database
-    session_id: str
-    limits: MemoryLimits
-    count: Callable[[str], int]
+    #: The session: its database, limits, count, scope (recall spans its sessions), embedder.
+    context: SessionContext
     ltm_scopes: Sequence[str]
     ltm_budget: int
     recall_budget: int | None
     long_term: Callable[[], LongTermMemory]
-    snapshot: Callable[[], Awaitable[Snapshot | None]]
-    #: The long-term scope the session belongs to: recall spans its sessions.
-    scope: str | None = None
     #: ``ltm_budget`` was given: the memories never grow past it.
     fixed_ltm_budget: bool = True
-    #: The store's embedder: recall and the memories then rank hybrid.
-    embedding: EmbeddingService | None = None
 
 
 async def assemble(sources: InputSources, recall: str | None) -> list[dict[str, Any]]:
@@ -83,10 +75,13 @@ async def assemble(sources: InputSources, recall: str | None) -> list[dict[str, 
     Raises:
         ValidationError: ``recall`` is not text, blank or too long.
     """
-    with start(BUILD_MODEL_INPUT, conversation=sources.session_id) as span:
+    with start(BUILD_MODEL_INPUT, conversation=sources.context.session_id) as span:
         messages = await _assemble(sources, recall, span)
         span.update(
-            {"memstore.input.messages": len(messages), "memstore.limits.hard": sources.limits.hard}
+            {
+                "memstore.input.messages": len(messages),
+                "memstore.limits.hard": sources.context.limits.hard,
+            }
         )
         return messages
 
@@ -95,12 +90,12 @@ async def _assemble(
     sources: InputSources, recall: str | None, span: MemorySpan
 ) -> list[dict[str, Any]]:
     terms = None if recall is None else search_terms(recall, "recall")
-    snap = await sources.snapshot()
-    hard = sources.limits.hard
+    snap = await sources.context.snapshot()
+    hard = sources.context.limits.hard
     free = hard - min(hard, 0 if snap is None else snap.total_tokens)
     recalls = terms is not None or sources.recall_budget is not None
     may_recall = recalls and (
-        sources.scope is not None or (snap is not None and snap.compaction_count > 0)
+        sources.context.scope is not None or (snap is not None and snap.compaction_count > 0)
     )
     query, text = terms, recall
     # The newest user message ranks the memories and the recall; without either, no query.
@@ -121,19 +116,21 @@ async def _assemble(
             sources.ltm_scopes, query=query, text=text
         )
         if candidates is not None:
-            memories = await candidates.fit(sources.count, min(budget, hard), matching_only=regrow)
+            memories = await candidates.fit(
+                sources.context.count, min(budget, hard), matching_only=regrow
+            )
     room = hard - (0 if memories is None else memories.tokens)
-    if sources.scope is not None:
+    if sources.context.scope is not None:
         from memstore.memory.cross_session_recall import ScopedHandle, scoped_recall
 
         handle = ScopedHandle(
-            sources.database,
-            sources.session_id,
-            sources.scope,
-            sources.limits,
-            sources.count,
+            sources.context.database,
+            sources.context.session_id,
+            sources.context.scope,
+            sources.context.limits,
+            sources.context.count,
             sources.recall_budget,
-            sources.embedding,
+            sources.context.embedding,
         )
         spare = free - (0 if memories is None else memories.tokens)
         recalled: RecallBlock | ScopeRecallBlock | None = await scoped_recall(
@@ -147,13 +144,13 @@ async def _assemble(
         shown = 0 if memories is None else memories.tokens
         left = free - shown - (0 if recalled is None else recalled.tokens)
         if left > 0:
-            grown = await candidates.fit(sources.count, shown + left)
+            grown = await candidates.fit(sources.context.count, shown + left)
             memories = grown if grown is not None else memories
     if snap is None:
         return [block.message for block in (memories, recalled) if block is not None]
     room = hard - (0 if memories is None else memories.tokens)
     budget = room - (0 if recalled is None else recalled.tokens)
-    kept, summary = bounded_view(snap, sources.limits, sources.count, budget)
+    kept, summary = bounded_view(snap, sources.context.limits, sources.context.count, budget)
     if span.recording:
         span.update(_parts(snap, kept, summary, memories, recalled))
     return build_input(
@@ -181,20 +178,25 @@ async def _recall(
         query = text
     if query is None or snap.compaction_count == 0:  # nothing has left working memory yet
         return None
-    with recalling(sources.session_id, terms) as span:
+    with recalling(sources.context.session_id, terms) as span:
         from memstore.memory.embedding import ranking
 
-        scope = SearchScope((sources.session_id,), (), include_active=False)
-        terms, semantic = await ranking(sources.embedding, query, terms, scope)
+        scope = SearchScope((sources.context.session_id,), (), include_active=False)
+        terms, semantic = await ranking(sources.context.embedding, query, terms, scope)
         found = await search_db.passages(
-            sources.database, terms, sources.session_id, RECALL_CANDIDATES, reads.utcnow(), semantic
+            sources.context.database,
+            terms,
+            sources.context.session_id,
+            RECALL_CANDIDATES,
+            reads.utcnow(),
+            semantic,
         )
         held = [item.content for item in snap.items]
         held += [text for text in (snap.summary,) if text is not None]
         if memories is not None:
             held.append(memories.message["content"])
-        budget = memory_budget(sources.recall_budget, sources.limits, "recall_budget")
-        block = fit_recall(novel_passages(found, held), sources.count, min(budget, room))
+        budget = memory_budget(sources.recall_budget, sources.context.limits, "recall_budget")
+        block = fit_recall(novel_passages(found, held), sources.context.count, min(budget, room))
         span.recalled(len(found), block)
         return block
 

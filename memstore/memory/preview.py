@@ -1,6 +1,6 @@
-"""The handle a model-input preview reads through (``memstore input``, the MCP
-``build_model_input`` tool): an existing session as it was recorded, or one that does not
-exist yet as a new session of a scope would start.
+"""The options of the handle a model-input preview reads through (``store.preview``, which
+``memstore input`` and the MCP ``build_model_input`` tool use): an existing session as it was
+recorded, or one that does not exist yet as a new session of a scope would start.
 
 A scope means one thing wherever it is given: its long-term entries (the "Relevant memories"
 message) and the sessions recorded in it (recall across them). So the first scope asked for
@@ -15,55 +15,45 @@ input only reads.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from memstore.core.ltm_entries import validate_scopes
-from memstore.core.tokens import RecordedEstimator, TokenEstimator
 from memstore.errors import SessionNotFoundError
+from memstore.memory.options import SessionOptions
 
 if TYPE_CHECKING:
-    from memstore.memory.session import SessionMemory
-    from memstore.memory.store import MemoryStore
+    from memstore.core.records import SessionInfo
+    from memstore.core.tokens import TokenEstimator
 
 
-async def preview_handle(
-    store: MemoryStore,
+def preview_options(
     session_id: str,
+    info: SessionInfo | None,
     scopes: Sequence[str] = (),
     *,
     estimator: TokenEstimator | None = None,
-) -> SessionMemory:
-    """A handle whose ``build_model_input`` is the input ``session_id`` gets with ``scopes``.
+) -> SessionOptions:
+    """The options of a handle whose ``build_model_input`` is the input ``session_id`` gets
+    with ``scopes``.
 
     Args:
-        store: The open store (a read-only one will do).
         session_id: The session, existing or not.
+        info: Its header (``None``: it does not exist yet).
         scopes: Long-term scopes; the first is the scope of a session that records none.
         estimator: How a session that does not exist yet would be counted (default, as
-            :meth:`~memstore.memory.store.MemoryStore.session`: tiktoken's o200k_base).
+            :meth:`~memstore.MemoryStore.session`: tiktoken's o200k_base).
 
     Raises:
         SessionNotFoundError: the session does not exist and no scope says what it would be.
-        ValidationError: a bad session id or scope.
+        ValidationError: a bad scope.
     """
     chosen = validate_scopes(scopes)
-    try:
-        info = await store.session_info(session_id)
-    except SessionNotFoundError:
+    options = SessionOptions(estimator=estimator, ltm_scopes=chosen, consolidate=False)
+    if info is None:
         if not chosen:
-            raise
-        return store.session(
-            session_id,
-            estimator=estimator,
-            scope=chosen[0],
-            ltm_scopes=chosen,
-            consolidate=False,
-        )
-    return store.session(
-        session_id,
-        limits=info.limits,
-        estimator=RecordedEstimator(info.estimator),
-        scope=info.scope or (chosen[0] if chosen else None),
-        ltm_scopes=chosen,
-        consolidate=False,
-    )
+            raise SessionNotFoundError(session_id)
+        return replace(options, scope=chosen[0])
+    # Counted as recorded, in its scope; a session of none previews the first one asked for.
+    scope = info.scope or (chosen[0] if chosen else None)
+    return replace(options.of_record(info), scope=scope)

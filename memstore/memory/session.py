@@ -12,8 +12,12 @@ A compaction that fails after the append committed is logged, not raised: the it
 stored (raising would invite a duplicate retry), ``build_model_input`` stays bounded, and
 the next append tries again.
 
-The model input (``ltm_scopes``' memories, recalled passages, working memory, all within the
-hard limit) is :mod:`memstore.memory.model_input`'s; a ``scope``, :mod:`memstore.memory.scoped`'s.
+The handle is a few parts over one :class:`~memstore.memory.context.SessionContext`: the
+compactor (:mod:`memstore.memory.compactor`), the model input (``ltm_scopes``' memories,
+recalled passages, working memory, all within the hard limit:
+:mod:`memstore.memory.model_input`) and consolidation into its ``scope``
+(:mod:`memstore.memory.scoped`). What it is opened with is one
+:class:`~memstore.memory.options.SessionOptions`.
 """
 
 from __future__ import annotations
@@ -23,17 +27,15 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memstore.config import fault_point
 from memstore.core.ltm_entries import memory_budget
 from memstore.core.policy import CompactionPlan, Snapshot
 from memstore.core.records import CompactionReport
-from memstore.core.tokens import TokenEstimator
+from memstore.core.search_terms import SearchScope
 from memstore.core.validation import validate_handle, validate_idempotency_key, validate_text
 from memstore.core.values import (
     DEFAULT_KIND,
     MemoryItem,
     MemoryKind,
-    MemoryLimits,
     MemoryRole,
     Priority,
     check_kind_role,
@@ -44,24 +46,25 @@ from memstore.core.values import (
 from memstore.db import append as appends
 from memstore.db import reads, rewind
 from memstore.db.confined import confine
-from memstore.errors import (
-    EstimatorMismatchError,
-    MemstoreError,
-    SessionNotFoundError,
-)
-from memstore.extraction.protocols import Summarizer, as_summarizer
-from memstore.memory.compactor import Compactor, compaction_trigger, wait_bound
+from memstore.errors import SessionNotFoundError
+from memstore.extraction.protocols import as_summarizer
+from memstore.memory.compactor import Compactor, wait_bound
+from memstore.memory.context import SessionContext
 from memstore.memory.item_batch import new_items
 from memstore.memory.model_input import InputSources, assemble
-from memstore.memory.scoped import Consolidating
-from memstore.memory.store_search import SessionSearch
+from memstore.memory.options import SessionOptions
+from memstore.memory.parts import delegate
+from memstore.memory.scoped import SessionConsolidation, handle_scopes
+from memstore.memory.store_search import search_scope
 from memstore.memory.tracing import traced_append
 from memstore.memory.worker import Worker, new_handle_id
 
 if TYPE_CHECKING:
     from memstore.config import Settings
+    from memstore.core.embedder import SearchMode
+    from memstore.core.search_terms import SearchHit
     from memstore.db import Database
-    from memstore.extraction.protocols import Extractor
+    from memstore.extraction.protocols import Extractor, Summarizer
     from memstore.memory.embedding import EmbeddingService
     from memstore.memory.long_term import LongTermMemory
 
@@ -71,77 +74,75 @@ log = logging.getLogger("memstore")
 Observer = Callable[[CompactionReport], Any]
 
 
-class SessionMemory(Consolidating, SessionSearch):
+class SessionMemory:
     """One session's working memory, as seen by one worker.
 
     Stateless beyond its configuration: every call reads or writes the database, so handles in
     any number of processes see one session. Its items record its id (:mod:`memstore.core.turns`).
+    Open one with :meth:`MemoryStore.session <memstore.MemoryStore.session>` or
+    :meth:`~memstore.MemoryStore.attach`.
+
+    Args:
+        session_id: The session (validated).
+        options: What the handle is opened with; defaults filled in here.
+        database: The store's database.
+        settings: Store-wide settings.
+        worker: This process's identity in leases.
+        long_term: The store's long-term memory (loaded on first use).
+        embedding: The store's embedder (``None``: words only).
     """
 
     def __init__(
         self,
         session_id: str,
+        options: SessionOptions,
         *,
         database: Database,
         settings: Settings,
         worker: Worker,
         long_term: Callable[[], LongTermMemory],
-        limits: MemoryLimits,
-        estimator: TokenEstimator,
-        summarizer: Summarizer,
-        ltm_scopes: Iterable[str] = (),
-        ltm_budget: int | None = None,
-        recall_budget: int | None = None,
-        handle: str | None = None,
-        scope: str | None = None,
-        consolidate: bool = True,
-        extractor: Extractor | None = None,
         embedding: EmbeddingService | None = None,
     ) -> None:
-        self.session_id = session_id
+        handle = options.handle
         self.handle = new_handle_id() if handle is None else validate_handle(handle)
-        self.scope, self.extractor = self.scoping(scope, extractor)
-        self.settings = settings
-        self.worker = worker
-        self._long_term = long_term
-        self.limits = limits
-        self.estimator = estimator
-        self.summarizer = as_summarizer(summarizer)
-        self.ltm_scopes = self.scoped_ltm_scopes(ltm_scopes)
-        self.ltm_budget = memory_budget(ltm_budget, limits)
+        self.scope, self.ltm_scopes = handle_scopes(options.scope, options.ltm_scopes)
+        #: What the handle was opened with, the defaults filled in.
+        self.options = options = options.resolved()
+        assert options.limits is not None and options.estimator is not None
+        assert options.summarizer is not None
+        limits = options.limits
+        self.ltm_budget = memory_budget(options.ltm_budget, limits)
         #: Set: every model input recalls (``None``: only when asked, with the default).
         self.recall_budget = (
-            None if recall_budget is None else memory_budget(recall_budget, limits, "recall_budget")
+            None
+            if options.recall_budget is None
+            else memory_budget(options.recall_budget, limits, "recall_budget")
         )
-        self._observers: list[Observer] = self.scope_observers(consolidate)
+        self.summarizer: Summarizer = as_summarizer(options.summarizer)
+        self.extractor: Extractor | None = options.extractor
+        self.session_id, self.settings, self.worker = session_id, settings, worker
+        self.limits, self.estimator = limits, options.estimator
+        self._long_term = long_term
         # A scoped handle's every transaction refuses a session of another scope.
         self._db = database = confine(database, session_id, self.scope)
-        self._embedding = embedding
-        self._compactor = Compactor(
-            database=database,
-            settings=settings,
-            worker=worker,
-            session_id=session_id,
-            limits=limits,
-            estimator=estimator,
-            summarizer=self.summarizer,
-            snapshot=self._snapshot_checked,
-            notify=self._notify,
-        )
+        self._context = context = SessionContext(
+            database, settings, worker, session_id, limits, options.estimator, self.scope,
+            embedding,
+        )  # fmt: skip
+        self._consolidation = SessionConsolidation(context, options.extractor)
+        self._observers: list[Observer] = self._consolidation.observers(options.consolidate)
+        self._compactor = Compactor(context, self.summarizer, self._notify)
         self._input_sources = InputSources(
-            database=database,
-            session_id=session_id,
-            limits=limits,
-            count=estimator.count,
+            context=context,
             ltm_scopes=self.ltm_scopes,
             ltm_budget=self.ltm_budget,
             recall_budget=self.recall_budget,
             long_term=long_term,
-            snapshot=self._snapshot_checked,
-            scope=self.scope,
-            fixed_ltm_budget=ltm_budget is not None,
-            embedding=embedding,
+            fixed_ltm_budget=options.ltm_budget is not None,
         )
+
+    consolidate = delegate("_consolidation", SessionConsolidation.consolidate)
+    consolidation_reports = delegate("_consolidation", SessionConsolidation.consolidation_reports)
 
     @property
     def ltm(self) -> LongTermMemory:
@@ -198,7 +199,7 @@ class SessionMemory(Consolidating, SessionSearch):
         result = await appends.append(
             self._db, self.session_id, self.estimator.name, self.limits, [new], self.scope
         )
-        await self._after_append(result)
+        await self._compactor.after_append(result.total_tokens, result.user_turns, result.duplicate)
         return result.item
 
     @traced_append
@@ -243,7 +244,7 @@ class SessionMemory(Consolidating, SessionSearch):
         result = await appends.append(
             self._db, self.session_id, self.estimator.name, self.limits, news, self.scope
         )
-        await self._after_append(result)
+        await self._compactor.after_append(result.total_tokens, result.user_turns, result.duplicate)
         return list(result.items)
 
     async def pop_item(self) -> MemoryItem | None:
@@ -271,31 +272,6 @@ class SessionMemory(Consolidating, SessionSearch):
         await self._notify(done.report)
         return done.report
 
-    async def _after_append(self, result: appends.AppendResult) -> None:
-        fault_point("after-append")
-        if not result.duplicate:
-            trigger = compaction_trigger(self.limits, result.total_tokens, result.user_turns)
-            if trigger is not None:
-                await self._compact_quietly(trigger)
-
-    async def _compact_quietly(self, trigger: str) -> None:
-        # The append committed: whatever happens here, add() reports the item as stored
-        # (raising would invite a retry that stores it twice). A lease held by another
-        # worker is no failure: that worker is compacting this session right now.
-        try:
-            await self._compactor.run(trigger)
-        except MemstoreError as error:
-            log.warning(
-                "memstore: compaction of %s after an append failed (%s); it will be retried",
-                self.session_id,
-                error,
-            )
-        except Exception:  # a bug, not an expected failure: loud in the log, not in add()
-            log.exception(
-                "memstore: compaction of %s after an append failed; it will be retried",
-                self.session_id,
-            )
-
     async def compact(
         self, *, wait: bool = True, wait_timeout: float | None = None
     ) -> CompactionReport | None:
@@ -321,7 +297,7 @@ class SessionMemory(Consolidating, SessionSearch):
             ValidationError: ``wait_timeout`` is not a number of seconds >= 0.
         """
         timeout = wait_bound(self.settings, wait_timeout)
-        if await self._snapshot_checked() is None:  # refuse a wrong estimator before any write
+        if await self._context.snapshot() is None:  # refuse a wrong estimator before any write
             return None
         return await self._compactor.run_manual(wait=wait, timeout=timeout)
 
@@ -331,15 +307,16 @@ class SessionMemory(Consolidating, SessionSearch):
         The summarizer *is* called (the plan depends on its answer); nothing is written and no
         lease is taken. Returns ``None`` for a session that does not exist yet.
         """
-        snap = await self._snapshot_checked()
+        snap = await self._context.snapshot()
         if snap is None:
             return None
         plan, _seconds, _usage = await self._compactor.plan(snap, force=True, drop_noise=True)
         return plan
 
     async def _notify(self, report: CompactionReport) -> None:
-        if self._embedding is not None:  # what left working memory gets its vectors now
-            self._embedding.start()
+        embedding = self._context.embedding
+        if embedding is not None:  # what left working memory gets its vectors now
+            embedding.start()
         for observer in list(self._observers):
             try:
                 result = observer(report)
@@ -349,14 +326,6 @@ class SessionMemory(Consolidating, SessionSearch):
                 log.exception("memstore: compaction observer %r failed", observer)
 
     # -- reading ---------------------------------------------------------------------------
-
-    async def _snapshot_checked(self) -> Snapshot | None:
-        snap = await reads.snapshot(self._db, self.session_id)
-        if snap is not None and snap.estimator != self.estimator.name:
-            raise EstimatorMismatchError(
-                self.session_id, expected=snap.estimator, actual=self.estimator.name
-            )
-        return snap
 
     async def estimated_tokens(self) -> int:
         """The session's total: items + 4 each, the summary + 12 (0 before any append)."""
@@ -431,3 +400,32 @@ class SessionMemory(Consolidating, SessionSearch):
     ) -> None:
         """Call ``callback(report)`` (sync or async) after every compaction this handle commits."""
         self._observers.append(callback)
+
+    async def search(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        include_active: bool = False,
+        mode: SearchMode | None = None,
+    ) -> list[SearchHit]:
+        """Search the session's history: what left working memory, best match first.
+
+        Args:
+            query: Words to look for (text, not syntax: any character is safe).
+            limit: Hits to return at most (1-1,000).
+            include_active: Also search the active items and the current summary.
+            mode: ``"lexical"``, ``"semantic"`` or ``"hybrid"``; by default hybrid when the
+                store has an embedder, lexical otherwise.
+
+        Returns:
+            Hits with the item (and its fate and the compaction that removed it) or the
+            summary, a score and a snippet; empty when nothing matches.
+
+        Raises:
+            ValidationError: a bad query, limit or mode.
+            EmbeddingError: ``mode="semantic"`` and the embedder failed.
+        """
+        scope = SearchScope((self.session_id,), (), include_active=bool(include_active))
+        context = self._context
+        return await search_scope(context.database, context.embedding, query, scope, limit, mode)

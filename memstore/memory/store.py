@@ -10,38 +10,42 @@ import functools
 import os
 import socket
 import uuid
-from collections.abc import Generator, Iterable
-from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memstore.config import Settings
 from memstore.core.records import SessionHistory, SessionInfo
 from memstore.core.validation import validate_session_id
-from memstore.core.values import MemoryLimits
 from memstore.db import Database, open_database, reads
 from memstore.db.migrate import ensure_schema
 from memstore.errors import CorruptDatabaseError, SessionNotFoundError, StorageFullError
-from memstore.memory.history_actions import HistoryActions
-from memstore.memory.store_search import SearchActions
+from memstore.memory.history_actions import StoreHistory, check_export
+from memstore.memory.opening import Opening, OpenOptions
+from memstore.memory.options import SessionOptions
+from memstore.memory.parts import delegate
+from memstore.memory.schema import schema_status
+from memstore.memory.store_search import StoreSearch
 
 # What a method needs only when it runs is imported there: a CLI command (``memstore show``)
 # loads the store without the compaction machinery, replay, audits or long-term memory.
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Unpack
+
     from memstore.core.embedder import Embedder
     from memstore.core.input_counts import CountFit
     from memstore.core.invariants import Violation
     from memstore.core.tokens import TokenEstimator
     from memstore.db.engine import AsyncEngine
     from memstore.db.lease import LeaseHolder
-    from memstore.extraction.protocols import Extractor, Summarizer
     from memstore.memory.conversations import Conversations
     from memstore.memory.embedding import EmbeddingService
     from memstore.memory.long_term import LongTermMemory
+    from memstore.memory.options import SessionFields
     from memstore.memory.session import SessionMemory
 
 
-class MemoryStore(HistoryActions, SearchActions):
+class MemoryStore:
     """A memstore database: many sessions, shared safely by many processes.
 
     Open with ``store = await MemoryStore.open(url_or_path)`` or
@@ -58,6 +62,23 @@ class MemoryStore(HistoryActions, SearchActions):
         from memstore.memory.worker import Worker
 
         self.worker = Worker(socket.gethostname(), uuid.uuid4().hex[:8])
+        # The store's parts: their methods are the store's (below).
+        self._history = StoreHistory(database, settings, embedding, lambda: self.ltm)
+        self._search = StoreSearch(database, embedding)
+
+    export_session = delegate("_history", StoreHistory.export_session)
+    import_session = delegate("_history", StoreHistory.import_session)
+    prune = delegate("_history", StoreHistory.prune)
+    purge = delegate("_history", StoreHistory.purge)
+    derived_entries = delegate("_history", StoreHistory.derived_entries)
+    search = delegate("_search", StoreSearch.search)
+    embedding_status = delegate("_search", StoreSearch.embedding_status)
+    embed_pending = delegate("_search", StoreSearch.embed_pending)
+    index_lag = delegate("_search", StoreSearch.index_lag)
+    # Before a store is open: an export checked before the database is touched, and a
+    # database's schema read (or upgraded) without opening a store on it.
+    check_export = staticmethod(check_export)
+    schema_status = staticmethod(schema_status)
 
     @functools.cached_property
     def ltm(self) -> LongTermMemory:
@@ -84,7 +105,7 @@ class MemoryStore(HistoryActions, SearchActions):
         read_only: bool = False,
         settings: Settings | None = None,
         embedder: Embedder | None = None,
-    ) -> _Opening:
+    ) -> Opening[MemoryStore]:
         """Open (creating or upgrading) a store.
 
         Args:
@@ -124,7 +145,7 @@ class MemoryStore(HistoryActions, SearchActions):
         options = OpenOptions(
             url_or_path, engine, upgrade, create, verify, read_only, settings, embedder
         )
-        return _Opening(options)
+        return Opening(functools.partial(MemoryStore._open, options))
 
     @classmethod
     async def _open(cls, options: OpenOptions) -> MemoryStore:
@@ -176,64 +197,31 @@ class MemoryStore(HistoryActions, SearchActions):
         self,
         session_id: str,
         *,
-        limits: MemoryLimits | None = None,
-        estimator: TokenEstimator | None = None,
-        summarizer: Summarizer | None = None,
-        ltm_scopes: Iterable[str] = (),
-        ltm_budget: int | None = None,
-        recall_budget: int | None = None,
-        handle: str | None = None,
-        scope: str | None = None,
-        consolidate: bool = True,
-        extractor: Extractor | None = None,
+        options: SessionOptions | None = None,
+        **fields: Unpack[SessionFields],
     ) -> SessionMemory:
         """A handle on one session; the session is created by its first append.
 
         Args:
             session_id: 1-128 characters of letters, digits and ``._:@-`` (no ``/``).
-            limits: Token limits; :meth:`MemoryLimits.from_env` by default.
-            estimator: Token counter; :class:`TiktokenEstimator` (o200k_base) by default.
-            summarizer: Phase 2's summarizer; :class:`ExtractiveSummarizer` by default.
-            ltm_scopes: Long-term scopes whose live entries ``build_model_input`` lists in
-                one "Relevant memories" message, after the summary; earlier scopes first.
-            ltm_budget: Tokens that message may use, counted against the hard limit
-                (default ``hard - target``, the head-room a compaction leaves).
-            recall_budget: Recall by default: every ``build_model_input`` adds what left
-                working memory and best matches the newest user message, in at most this
-                many tokens, counted against the hard limit (see :mod:`memstore.render.recall`).
-            handle: The handle's id, recorded on every item it adds (a fresh one by
-                default): give the same id to handles that stand for one writer (one agent
-                run reopened on another event loop); see :mod:`memstore.core.turns`.
-            scope: The long-term scope the session belongs to (``user:alice``), recorded by
-                its first append: its entries come first among the memories, its recall spans
-                the scope's sessions, and ``consolidate()`` writes there.
-            consolidate: For a scoped session, also consolidate what each compaction removes.
-            extractor: Finds facts for consolidation (default: the offline extractor).
+            options: What the handle is opened with (:class:`~memstore.SessionOptions`:
+                limits, estimator, summarizer, extractor, ltm_scopes, ltm_budget,
+                recall_budget, handle, scope, consolidate); the defaults by default.
+            fields: Any of those options as keywords, replacing the ones ``options`` holds.
 
         Raises:
             ValidationError: a bad session id, scope or handle; ``ltm_budget`` or
                 ``recall_budget`` not in 1..hard-1.
         """
-        from memstore.core.tokens import TiktokenEstimator
-        from memstore.extraction.summarizer import ExtractiveSummarizer
         from memstore.memory.session import SessionMemory
 
         return SessionMemory(
             validate_session_id(session_id),
+            SessionOptions.merged(options, fields),
             database=self._db,
             settings=self.settings,
             worker=self.worker,
             long_term=lambda: self.ltm,
-            limits=limits or MemoryLimits.from_env(),
-            estimator=estimator or TiktokenEstimator(),
-            summarizer=summarizer or ExtractiveSummarizer(),
-            ltm_scopes=ltm_scopes,
-            ltm_budget=ltm_budget,
-            recall_budget=recall_budget,
-            handle=handle,
-            scope=scope,
-            consolidate=consolidate,
-            extractor=extractor,
             embedding=self.embedding,
         )
 
@@ -241,32 +229,39 @@ class MemoryStore(HistoryActions, SearchActions):
         self,
         session_id: str,
         *,
-        summarizer: Summarizer | None = None,
-        ltm_scopes: Iterable[str] = (),
-        recall_budget: int | None = None,
+        create: bool = False,
+        options: SessionOptions | None = None,
+        **fields: Unpack[SessionFields],
     ) -> SessionMemory:
-        """A handle on an *existing* session, with the estimator and limits it recorded.
+        """A handle on an existing session, counted with the estimator and limits it
+        recorded, in the scope it recorded; or, with ``create``, a new session's.
 
-        This is what operator tools use: they must count the way the session was counted.
-        ``ltm_scopes`` and ``recall_budget`` are as for :meth:`session` (they are not
-        recorded per session).
+        This is what operator tools use (they must count the way the session was counted),
+        and the one call that attaches to a session or creates it. The options are as for
+        :meth:`session`; on an existing session its recorded ``limits``, ``estimator`` and
+        ``scope`` take the place of the given ones, which are for a session this call
+        creates (a session is counted one way for good, and its scope is recorded once).
+
+        Args:
+            session_id: The session.
+            create: A missing session gets a handle as :meth:`session` gives (created by
+                its first append) instead of :class:`SessionNotFoundError`.
+            options: What the handle is opened with (:class:`~memstore.SessionOptions`).
+            fields: Any option as a keyword, replacing the one ``options`` holds.
 
         Raises:
-            SessionNotFoundError: no such session.
+            SessionNotFoundError: no such session, and not ``create``.
+            ValidationError: a bad session id; a ``scope`` given for a session recorded in
+                another scope or in none (``scope``: nothing is written).
         """
-        from memstore.core.tokens import RecordedEstimator
-
-        info = await self.session_info(session_id)
-        return self.session(
-            session_id,
-            limits=info.limits,
-            estimator=RecordedEstimator(info.estimator),
-            summarizer=summarizer,
-            ltm_scopes=ltm_scopes,
-            recall_budget=recall_budget,
-            scope=info.scope,
-            consolidate=False,
-        )
+        chosen = SessionOptions.merged(options, fields)
+        try:
+            info = await self.session_info(session_id)
+        except SessionNotFoundError:
+            if not create:
+                raise
+            return self.session(session_id, options=chosen)
+        return self.session(info.id, options=chosen.of_record(info))
 
     async def session_info(self, session_id: str) -> SessionInfo:
         """The header of one session (counters, totals, limits).
@@ -275,6 +270,36 @@ class MemoryStore(HistoryActions, SearchActions):
             SessionNotFoundError: no such session.
         """
         return await reads.session_info(self._db, validate_session_id(session_id))
+
+    async def preview(
+        self,
+        session_id: str,
+        scopes: Sequence[str] = (),
+        *,
+        estimator: TokenEstimator | None = None,
+    ) -> SessionMemory:
+        """A handle whose ``build_model_input`` is the input ``session_id`` gets with
+        ``scopes``, the session existing or not (``memstore input``); it writes nothing.
+
+        Args:
+            session_id: The session, existing or not.
+            scopes: Long-term scopes; the first is the scope of a session that records none
+                (docs/long-term-memory.md).
+            estimator: How a session that does not exist yet would be counted.
+
+        Raises:
+            SessionNotFoundError: the session does not exist and no scope says what it would
+                be.
+            ValidationError: a bad session id or scope.
+        """
+        from memstore.memory.preview import preview_options
+
+        try:
+            info: SessionInfo | None = await self.session_info(session_id)
+        except SessionNotFoundError:
+            info = None
+        chosen = preview_options(session_id, info, scopes, estimator=estimator)
+        return self.session(session_id, options=chosen)
 
     async def lease_holder(self, session_id: str) -> LeaseHolder | None:
         """Who holds the session's compaction lease now (``None``: nobody).
@@ -337,15 +362,23 @@ class MemoryStore(HistoryActions, SearchActions):
         return await load_history(self._db, validate_session_id(session_id))
 
     async def fork(
-        self, session_id: str, new_session_id: str, *, at: int | None = None, **handle: Any
+        self,
+        session_id: str,
+        new_session_id: str,
+        *,
+        at: int | None = None,
+        options: SessionOptions | None = None,
+        **fields: Unpack[SessionFields],
     ) -> SessionMemory:
         """A new session that starts as ``session_id`` was at version ``at`` (the latest by
         default): :func:`memstore.memory.branches.fork_ledger`. Returns its handle, as
-        :meth:`attach` gives (``handle``: its ``summarizer``, ``ltm_scopes``, ...)."""
+        :meth:`attach` gives (``options``, ``fields``: its ``summarizer``, ``ltm_scopes``,
+        ...)."""
         from memstore.memory.branches import fork_ledger
 
         info = await fork_ledger(self._db, session_id, new_session_id, at)
-        return await self.attach(info.id, **handle)
+        chosen = SessionOptions.merged(options, fields)
+        return self.session(info.id, options=chosen.of_record(info))
 
     async def forks(self, session_id: str) -> list[str]:
         """The session's forks, and theirs, nearest first."""
@@ -375,42 +408,3 @@ class MemoryStore(HistoryActions, SearchActions):
         tb: TracebackType | None,
     ) -> None:
         await self.close()
-
-
-@dataclass(frozen=True)
-class OpenOptions:
-    """What :meth:`MemoryStore.open` was asked for (documented there), kept together until the
-    store is awaited."""
-
-    url_or_path: str | os.PathLike[str] | None
-    engine: AsyncEngine | None
-    upgrade: bool
-    create: bool
-    verify: bool
-    read_only: bool
-    settings: Settings | None
-    embedder: Embedder | None = None
-
-
-class _Opening:
-    """``MemoryStore.open(...)``: await it, or use it as ``async with``."""
-
-    def __init__(self, options: OpenOptions) -> None:
-        self._options = options
-        self._store: MemoryStore | None = None
-
-    def __await__(self) -> Generator[Any, None, MemoryStore]:
-        return MemoryStore._open(self._options).__await__()
-
-    async def __aenter__(self) -> MemoryStore:
-        self._store = await MemoryStore._open(self._options)
-        return self._store
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._store is not None:
-            await self._store.close()

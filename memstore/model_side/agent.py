@@ -39,10 +39,9 @@ import json
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from memstore.core.carried_items import KNOWN_TYPES
 from memstore.core.ltm_entries import DEFAULT_SCOPE
 from memstore.core.records import CompactionReport
 from memstore.core.tokens import TokenEstimator, estimator_from_name
@@ -55,13 +54,16 @@ from memstore.errors import (
     ToolLoopError,
 )
 from memstore.extraction.protocols import Summarizer
+from memstore.memory.options import SessionOptions
 from memstore.memory.session import SessionMemory
 from memstore.model_side.agent_tools import (
     Tool,
     ToolCall,
+    TurnItems,
     check_arguments,
     memory_tools,
     search_tool,
+    storable,
 )
 from memstore.model_side.input_check import check_input_count
 from memstore.model_side.openai_call import (
@@ -204,6 +206,7 @@ class Agent:
         estimator: TokenEstimator | None = None,
         recall: bool = False,
         context_window: int | None = None,
+        session_options: SessionOptions | None = None,
         **options: Any,
     ) -> Agent:
         """An agent on ``session_id``, showing the model the memories of ``scope``.
@@ -223,6 +226,11 @@ class Agent:
             recall: Open the session with the default ``recall_budget`` (``hard - target``):
                 every model input then recalls what left working memory and matches the
                 newest user message.
+            session_options: The session handle's other options
+                (:class:`~memstore.SessionOptions`: ``extractor``, ``ltm_budget``,
+                ``handle``, ``consolidate``...); ``scope``, ``summarizer``, ``limits``,
+                ``estimator`` and ``recall`` here take the place of its fields, and its
+                ``ltm_scopes`` follow ``scope``.
             options: Passed on to :class:`Agent` (instructions, tools, on_compaction,
                 ``max_output_tokens``: the answer's reserve, sent with each request).
 
@@ -234,27 +242,31 @@ class Agent:
         from memstore.core.tokens import TiktokenEstimator
         from memstore.model_side.openai_summarizer import OpenAISummarizer
 
+        base = session_options or SessionOptions()
+        # The session's record, if any: its estimator, and its limits among the choices.
         try:
             info = await store.session_info(session_id)
         except SessionNotFoundError:
             info = None
+        estimator = estimator or base.estimator
         if info is not None:
             estimator = estimator or estimator_from_name(info.estimator)
         counter = estimator or TiktokenEstimator()
-        summarizer = summarizer or OpenAISummarizer(client, model)
+        base = replace(
+            base,
+            estimator=counter,
+            summarizer=summarizer or base.summarizer or OpenAISummarizer(client, model),
+            ltm_scopes=[scope, *base.ltm_scopes],
+            scope=None if scope == DEFAULT_SCOPE else scope,
+        )
+        limits = limits or base.limits
         if "tools" in options:  # read twice below: an iterator would be empty the second time
             options["tools"] = list(options["tools"])
 
         def build(chosen: MemoryLimits) -> Agent:
-            memory = store.session(
-                session_id,
-                limits=chosen,
-                estimator=counter,
-                summarizer=summarizer,
-                ltm_scopes=[scope],
-                recall_budget=chosen.hard - chosen.target if recall else None,
-                scope=None if scope == DEFAULT_SCOPE else scope,
-            )
+            budget = chosen.hard - chosen.target if recall else base.recall_budget
+            handle = replace(base, limits=chosen, recall_budget=budget)
+            memory = store.session(session_id, options=handle)
             return cls(client, memory, model=model, scope=scope, **options)
 
         if limits is not None:
@@ -289,7 +301,7 @@ class Agent:
         """
         await self.memory.add(MemoryRole.USER, text, kind=MemoryKind.USER_MESSAGE)
         executed: list[ToolCall] = []
-        turn = _Turn()
+        turn = TurnItems()
         try:
             reply, usage, requests = await self._loop(executed, turn)
         finally:
@@ -300,7 +312,7 @@ class Agent:
         return TurnResult(reply, tuple(executed), usage, requests)
 
     async def _loop(
-        self, executed: list[ToolCall], turn: _Turn
+        self, executed: list[ToolCall], turn: TurnItems
     ) -> tuple[str, dict[str, int] | None, int]:
         usage: dict[str, int] | None = None
         for round_number in range(self.max_tool_rounds + 1):
@@ -327,7 +339,7 @@ class Agent:
                 priority = tool.priority if tool is not None and result.ok else Priority.LOW
                 changed = tool is not None and result.ok and tool.record_as is MemoryKind.DECISION
                 answer = {"type": "function_call_output", "call_id": call_id}
-                turn.add(_storable({**answer, "output": result.output}), priority, changed)
+                turn.add(storable({**answer, "output": result.output}), priority, changed)
                 await _maybe_await(self.on_tool_call, result)
         raise AssertionError("unreachable: the last round returns or raises")  # pragma: no cover
 
@@ -381,30 +393,6 @@ class Agent:
         return ToolCall(name, arguments, output)
 
 
-class _Turn:
-    """The items of one turn, in order, with the priority each is stored at."""
-
-    def __init__(self) -> None:
-        self.items: list[dict[str, Any]] = []
-        self.priorities: list[Priority] = []
-        self.decisions: list[int] = []  # outputs of calls that changed something
-
-    def add(
-        self, item: dict[str, Any], priority: Priority = Priority.NORMAL, decision: bool = False
-    ) -> None:
-        if decision:
-            self.decisions.append(len(self.items))
-        self.items.append(item)
-        self.priorities.append(priority)
-
-    def extend_with(self, output: Iterable[Any]) -> None:
-        """A response's output items, as the server sent them (kinds memstore carries)."""
-        for out in output:
-            item = out.to_dict(mode="json") if hasattr(out, "to_dict") else dict(out)
-            if item.get("type") in KNOWN_TYPES:
-                self.add(_storable(item))
-
-
 def memory_tools_for(memory: SessionMemory, scope: str) -> list[Tool]:
     """:func:`memory_tools` on the store behind ``memory``."""
     return memory_tools(memory.ltm, scope)
@@ -419,27 +407,9 @@ def _call_fields(call: Any) -> tuple[str, str, str]:
     return name, arguments if isinstance(arguments, str) else "{}", call_id
 
 
-def _storable(item: dict[str, Any]) -> dict[str, Any]:
-    # What a server sends is arbitrary; working memory refuses NUL and lone surrogates.
-    text = json.dumps(item, ensure_ascii=False).replace("\\u0000", "\\\\0")
-    cleaned: dict[str, Any] = json.loads(text.encode("utf-8", "replace").decode("utf-8"))
-    return cleaned
-
-
 async def _maybe_await(callback: Callable[[Any], Any] | None, value: Any) -> None:
     if callback is None:
         return
     result = callback(value)
     if inspect.isawaitable(result):
         await result
-
-
-__all__ = [
-    "DEFAULT_INSTRUCTIONS",
-    "Agent",
-    "Tool",
-    "ToolCall",
-    "TurnResult",
-    "check_arguments",
-    "memory_tools",
-]  # Tool, ToolCall, check_arguments and memory_tools live in memstore.model_side.agent_tools

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from memstore.core.carried_items import KNOWN_TYPES
 from memstore.core.values import MemoryKind, Priority, parse_kind, parse_priority
 from memstore.errors import ConfigurationError
 
@@ -214,3 +215,35 @@ def check_arguments(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> 
         if types is not None and (not isinstance(value, types) or bad_bool):
             return f"argument {name!r} must be of type {wanted}"
     return None
+
+
+class TurnItems:
+    """The items of one turn, in order, with the priority each is stored at."""
+
+    def __init__(self) -> None:
+        self.items: list[dict[str, Any]] = []
+        self.priorities: list[Priority] = []
+        self.decisions: list[int] = []  # outputs of calls that changed something
+
+    def add(
+        self, item: dict[str, Any], priority: Priority = Priority.NORMAL, decision: bool = False
+    ) -> None:
+        if decision:
+            self.decisions.append(len(self.items))
+        self.items.append(item)
+        self.priorities.append(priority)
+
+    def extend_with(self, output: Iterable[Any]) -> None:
+        """A response's output items, as the server sent them (kinds memstore carries)."""
+        for out in output:
+            item = out.to_dict(mode="json") if hasattr(out, "to_dict") else dict(out)
+            if item.get("type") in KNOWN_TYPES:
+                self.add(storable(item))
+
+
+def storable(item: dict[str, Any]) -> dict[str, Any]:
+    """``item`` as working memory takes it: what a server sends is arbitrary, and working
+    memory refuses NUL characters and lone surrogates."""
+    text = json.dumps(item, ensure_ascii=False).replace("\\u0000", "\\\\0")
+    cleaned: dict[str, Any] = json.loads(text.encode("utf-8", "replace").decode("utf-8"))
+    return cleaned

@@ -8,13 +8,16 @@ such message (:mod:`memstore.core.redaction`): a server may echo the key it was 
 summarizer, the agent) then decide: a summarizer lets the store record the error, the agent
 raises it to its caller.
 
+:class:`ResponsesCaller` is the base of the model's summarizer and extractor: a client, a
+model, a timeout and an output cap, and one request whose data is one ``user`` message.
+
 ``openai`` is imported inside the functions, never at module import, so the parts of memstore
 that need no model (``memstore show``, the policy, replay) do not pay for loading it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from memstore.config import ModelSettings
 from memstore.core.redaction import redact
@@ -154,3 +157,61 @@ def output_text(response: Any) -> str:
     except (AttributeError, TypeError):
         raise ModelCallError("malformed reply from the model server (unreadable text)") from None
     return text.strip() if isinstance(text, str) else ""
+
+
+class ResponsesCaller:
+    """What a model's summarizer and extractor share: one Responses API request per call.
+
+    Args:
+        client: An ``openai.AsyncOpenAI`` (or a client pointed at any compatible server).
+        model: The model name; the caller's ``name`` is ``openai:MODEL``.
+        timeout: Seconds for each HTTP attempt (the client's retries come on top); the
+            class's :attr:`default_timeout` by default.
+        max_output_tokens: Upper bound of what the model may write; the class's
+            :attr:`default_max_output_tokens` by default.
+    """
+
+    #: Each subclass says its own: what one of its calls needs.
+    default_timeout: ClassVar[float] = 30.0
+    default_max_output_tokens: ClassVar[int] = 1500
+
+    def __init__(
+        self,
+        client: AsyncOpenAI,
+        model: str,
+        *,
+        timeout: float | None = None,
+        max_output_tokens: int | None = None,
+    ) -> None:
+        self.client = client
+        self.model = model
+        self.timeout = self.default_timeout if timeout is None else timeout
+        self.max_output_tokens = max_output_tokens or self.default_max_output_tokens
+        self.name = f"openai:{model}"
+
+    async def ask(
+        self, instructions: str, data: str, *, max_output_tokens: int | None = None, **request: Any
+    ) -> Any:
+        """One request: ``instructions``, and ``data`` as the one ``user`` message.
+
+        Args:
+            instructions: The request's instructions.
+            data: The user message (fenced data).
+            max_output_tokens: This request's cap (default: the caller's).
+            request: More request fields (``text`` for structured output).
+
+        Returns:
+            The Responses API response.
+
+        Raises:
+            ModelCallError: as :func:`create_response`.
+        """
+        return await create_response(
+            self.client,
+            timeout=self.timeout,
+            model=self.model,
+            instructions=instructions,
+            input=[{"role": "user", "content": data}],
+            max_output_tokens=max_output_tokens or self.max_output_tokens,
+            **request,
+        )

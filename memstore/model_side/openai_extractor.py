@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 from memstore.core.values import MemoryItem
 from memstore.errors import ModelCallError
 from memstore.extraction.protocols import CountTokens
-from memstore.model_side.openai_call import create_response, output_text
+from memstore.model_side.openai_call import ResponsesCaller, output_text
 from memstore.render.input import data_line
 
 if TYPE_CHECKING:
-    from openai import AsyncOpenAI
+    pass
 
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MAX_OUTPUT_TOKENS = 1500
@@ -164,29 +164,19 @@ def parse_facts(text: str, seqs: set[int]) -> list[ModelFact]:
     return out
 
 
-class OpenAIExtractor:
+class OpenAIExtractor(ResponsesCaller):
     """Extracts facts with a model through the Responses API (module docstring).
 
     Args:
         client: An ``openai.AsyncOpenAI`` (or a client pointed at any compatible server).
         model: The model name.
-        timeout: Seconds for each HTTP attempt.
-        max_output_tokens: Upper bound of the answer.
+        timeout: Seconds for each HTTP attempt (default :data:`DEFAULT_TIMEOUT_S`).
+        max_output_tokens: Upper bound of the answer (default
+            :data:`DEFAULT_MAX_OUTPUT_TOKENS`).
     """
 
-    def __init__(
-        self,
-        client: AsyncOpenAI,
-        model: str,
-        *,
-        timeout: float = DEFAULT_TIMEOUT_S,
-        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
-    ) -> None:
-        self.client = client
-        self.model = model
-        self.timeout = timeout
-        self.max_output_tokens = max_output_tokens
-        self.name = f"openai:{model}"
+    default_timeout = DEFAULT_TIMEOUT_S
+    default_max_output_tokens = DEFAULT_MAX_OUTPUT_TOKENS
 
     async def __call__(
         self,
@@ -208,12 +198,9 @@ class OpenAIExtractor:
         """
         if not items:
             return []
-        response = await create_response(
-            self.client,
-            timeout=self.timeout,
-            model=self.model,
-            instructions=EXTRACTION_INSTRUCTIONS,
-            input=[{"role": "user", "content": render_extraction_request(items, max_tokens)}],
+        response = await self.ask(
+            EXTRACTION_INSTRUCTIONS,
+            render_extraction_request(items, max_tokens),
             text={
                 "format": {
                     "type": "json_schema",
@@ -222,7 +209,6 @@ class OpenAIExtractor:
                     "strict": True,
                 }
             },
-            max_output_tokens=self.max_output_tokens,
         )
         if response.status == "incomplete":
             raise ModelCallError("the model's facts were cut off (max_output_tokens)")

@@ -42,7 +42,7 @@ from memstore.core.values import MemoryItem
 from memstore.errors import ModelCallError
 from memstore.extraction.protocols import SummaryText
 from memstore.extraction.summary_fit import CountTokens, fit_summary
-from memstore.model_side.openai_call import create_response, output_text, usage_of
+from memstore.model_side.openai_call import ResponsesCaller, output_text, usage_of
 from memstore.render.input import data_line
 
 if TYPE_CHECKING:
@@ -171,34 +171,35 @@ def parse_summary_request(text: str) -> tuple[list[str], list[dict[str, Any]]]:
     return previous, items
 
 
-class OpenAISummarizer:
+class OpenAISummarizer(ResponsesCaller):
     """Summarizes with a model through the Responses API (module docstring: the request).
 
     Args:
         client: An ``openai.AsyncOpenAI`` (or a client pointed at any compatible server).
         model: The model name.
-        timeout: Seconds for each HTTP attempt (the client's retries come on top; the
-            store's ``summarizer_timeout_s`` bounds the whole call).
-        max_output_tokens: Upper bound of what the model may write.
         max_words: The summary length the instructions ask for.
+        timeout: Seconds for each HTTP attempt (default :data:`DEFAULT_TIMEOUT_S`; the
+            client's retries come on top; the store's ``summarizer_timeout_s`` bounds the
+            whole call).
+        max_output_tokens: Upper bound of what the model may write (default
+            :data:`DEFAULT_MAX_OUTPUT_TOKENS`).
     """
+
+    default_timeout = DEFAULT_TIMEOUT_S
+    default_max_output_tokens = DEFAULT_MAX_OUTPUT_TOKENS
 
     def __init__(
         self,
         client: AsyncOpenAI,
         model: str,
         *,
-        timeout: float = DEFAULT_TIMEOUT_S,
-        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
         max_words: int = DEFAULT_MAX_WORDS,
+        timeout: float | None = None,
+        max_output_tokens: int | None = None,
     ) -> None:
-        self.client = client
-        self.model = model
-        self.timeout = timeout
-        self.max_output_tokens = max_output_tokens
+        super().__init__(client, model, timeout=timeout, max_output_tokens=max_output_tokens)
         self.max_words = max_words
         self.instructions = SUMMARY_INSTRUCTIONS.format(max_words=max_words)
-        self.name = f"openai:{model}"
 
     def instructions_for(self, max_tokens: int | None) -> str:
         """The instructions for a summary with room for ``max_tokens`` (``None``: unsaid)."""
@@ -245,12 +246,9 @@ class OpenAISummarizer:
         """
         if max_tokens is not None and max_tokens < 1:
             return SummaryText("")  # no room for one line: not worth a paid call
-        response = await create_response(
-            self.client,
-            timeout=self.timeout,
-            model=self.model,
-            instructions=self.instructions_for(max_tokens),
-            input=[{"role": "user", "content": render_summary_request(previous_summary, items)}],
+        response = await self.ask(
+            self.instructions_for(max_tokens),
+            render_summary_request(previous_summary, items),
             max_output_tokens=self.output_cap(max_tokens),
         )
         text = output_text(response)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from conftest import memstore_process
+from clients import memstore_process
 
 from memstore.cli import main
 

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from conftest import WORKED_FIFTH, WORKED_ITEMS, WORKED_SUMMARY, memstore_cli, write_worked_example
+from clients import memstore_cli
+from conftest import WORKED_FIFTH, WORKED_ITEMS, WORKED_SUMMARY, write_worked_example
 
 from memstore import MemoryLimits, MemoryStore, Priority, WordEstimator
 from memstore.cli import main

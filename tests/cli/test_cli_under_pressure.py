@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import memstore_cli, memstore_command, row_counts, write_worked_example
+from clients import memstore_cli, memstore_command
+from conftest import row_counts, write_worked_example
 
 from memstore import MemoryLimits, MemoryStore, WordEstimator
 

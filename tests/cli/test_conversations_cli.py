@@ -8,7 +8,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from conftest import memstore_cli
+from clients import memstore_cli
 from pydantic_ai import Agent
 from pydantic_ai.conversation import Conversation
 from pydantic_ai.messages import ModelMessagesTypeAdapter

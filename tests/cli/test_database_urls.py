@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import memstore_cli
+from clients import memstore_cli
 
 from memstore import MemoryStore, ValidationError
 from memstore.cli import main

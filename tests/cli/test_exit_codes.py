@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import memstore_cli, write_worked_example
+from clients import memstore_cli
+from conftest import write_worked_example
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from conftest import memstore_cli, table_counts
+from clients import memstore_cli
+from conftest import table_counts
 
 from memstore import MemoryLimits, MemoryStore, WordEstimator
 

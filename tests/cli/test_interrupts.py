@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import memstore_cli, memstore_command, row_counts, write_worked_example
+from clients import memstore_cli, memstore_command
+from conftest import row_counts, write_worked_example
 from test_cli_under_pressure import run_in_terminal
 
 from memstore.model_side.stand_in_server import StandInModel, current_turn, text_reply

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import memstore_cli
+from clients import memstore_cli
 
 from memstore import MemoryLimits, MemoryStore, WordEstimator
 

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import add_worked_example, memstore_cli, memstore_command
+from clients import memstore_cli, memstore_command
+from conftest import add_worked_example
 from rich.console import Console
 
 from memstore import MemoryLimits, MemoryStore, WordEstimator

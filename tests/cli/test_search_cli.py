@@ -6,7 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from conftest import memstore_cli
+from clients import memstore_cli
 
 from memstore import MemoryLimits, MemoryStore, WordEstimator
 from memstore.render.recall import RECALL_OPEN

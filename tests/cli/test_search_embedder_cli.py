@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from clients import mcp_client, memstore_cli, tool_text
 from concept_embedder import ConceptEmbedder
-from conftest import mcp_client, memstore_cli, tool_text
 
 from memstore import MemoryLimits, MemoryStore, WordEstimator
 

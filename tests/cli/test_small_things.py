@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import memstore_cli
+from clients import memstore_cli
 
 
 def test_a_retried_add_says_it_was_already_stored(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 import pytest
-from conftest import memstore_cli
+from clients import memstore_cli
 
 
 def modules_loaded_by(args: list[str]) -> tuple[str, set[str]]:

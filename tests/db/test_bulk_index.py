@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from conftest import memstore_process
+from clients import memstore_process
 
 from memstore import MemoryStore
 from memstore.db.audit import index_lag, index_problems

@@ -6,7 +6,8 @@ from __future__ import annotations
 import socket
 
 import pytest
-from conftest import POSTGRES_URL, memstore_cli
+from clients import memstore_cli
+from conftest import POSTGRES_URL
 from sqlalchemy.engine import make_url
 
 from memstore import ConnectionFailedError, MemoryStore, StorageError

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 from badinput import digest
-from conftest import damage_items, memstore_cli, raw_sqlite
+from clients import memstore_cli
+from conftest import damage_items, raw_sqlite
 
 from memstore import (
     CorruptDatabaseError,

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import memstore_process
+from clients import memstore_process
 
 from memstore import MemoryKind, MemoryLimits, MemoryStore, Priority, WordEstimator
 from memstore.db.search_index import index_tail

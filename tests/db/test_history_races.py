@@ -27,7 +27,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from conftest import memstore_command
+from clients import memstore_command
 
 from memstore import MemoryLimits, MemoryStore, WordEstimator
 

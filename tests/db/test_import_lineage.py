@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import memstore_process, table_counts
+from clients import memstore_process
+from conftest import table_counts
 
 from memstore import MemoryLimits, MemoryStore, ValidationError, WordEstimator
 

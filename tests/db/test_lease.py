@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from conftest import DatabaseClock, memstore_cli, write_lock_held
+from clients import memstore_cli
+from conftest import DatabaseClock, write_lock_held
 from sqlalchemy import update
 
 from memstore import (

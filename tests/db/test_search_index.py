@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 from alembic import command
-from conftest import memstore_cli, raw_sqlite
+from clients import memstore_cli
+from conftest import raw_sqlite
 from sqlalchemy import create_engine
 
 from memstore import MemoryLimits, MemoryStore, WordEstimator

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import memstore_cli, memstore_command
+from clients import memstore_cli, memstore_command
 
 from memstore import MemoryStore, WordEstimator
 

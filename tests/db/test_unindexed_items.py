@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 from alembic import command
-from conftest import memstore_cli, raw_sqlite
+from clients import memstore_cli
+from conftest import raw_sqlite
 from sqlalchemy import Connection, create_engine, text
 
 from memstore import MemoryLimits, MemoryStore, WordEstimator

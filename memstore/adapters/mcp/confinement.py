@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from memstore import MemoryStore, SessionMemory
 from memstore.core.ltm_entries import DEFAULT_SCOPE, validate_scope
 from memstore.core.records import SessionInfo
 from memstore.core.validation import validate_session_id
 from memstore.errors import SessionNotFoundError, ValidationError
-from memstore.memory.session import SessionMemory
-from memstore.memory.store import MemoryStore
 
 
 class Confinement:
@@ -101,13 +100,16 @@ class Confinement:
         self.check_session(chosen, info.scope)
         return info
 
-    async def attach(self, session_id: str, **options: Any) -> SessionMemory:
-        """``store.attach``, refused for a session of another scope (nothing is written).
+    async def attach(
+        self, session_id: str, *, create: bool = False, **options: Any
+    ) -> SessionMemory:
+        """``store.attach``, refused for a session of another scope (nothing is written); a
+        session it creates (``create``) is created in the pinned scope.
 
         Raises:
             ValidationError: a session of another scope (``session_id``).
-            SessionNotFoundError: no such session.
+            SessionNotFoundError: no such session, and not ``create``.
         """
-        memory = await self.store.attach(session_id, **options)
-        self.check_session(memory.session_id, memory.scope)
-        return memory
+        info = await self.session_info(session_id)  # refuses another scope's, unnamed
+        scope = self.pinned if info is None else info.scope
+        return await self.store.attach(session_id, create=create, scope=scope, **options)

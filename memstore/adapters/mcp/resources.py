@@ -74,7 +74,9 @@ class McpResources:
         """The recent sessions (of the pinned scope or of none), then every scope with live
         entries (the pinned one only)."""
         store = self.tools.store
-        served = [info for info in await store.sessions() if self.tools.serves(info.scope)]
+        served = [
+            info for info in await store.sessions() if self.tools.confinement.serves(info.scope)
+        ]
         found = [
             ResourceInfo(
                 SESSIONS + quote(info.id, safe=":@"),
@@ -109,10 +111,10 @@ class McpResources:
         if uri.startswith(SESSIONS):
             session_id = validate_session_id(unquote(uri.removeprefix(SESSIONS)))
             history = await self.tools.store.history(session_id)
-            self.tools.check_session(session_id, history.info.scope)
+            self.tools.confinement.check_session(session_id, history.info.scope)
             return audit_view(history), JSON
         if uri.startswith(SCOPES):
-            scope = self.tools.confined(unquote(uri.removeprefix(SCOPES)))
+            scope = self.tools.confinement.confined(unquote(uri.removeprefix(SCOPES)))
             return await self.tools.list_memories(scope=scope), TEXT
         raise ValidationError(
             "uri",

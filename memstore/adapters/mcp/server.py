@@ -28,12 +28,12 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
+from memstore import MemoryStore
 from memstore.adapters.mcp.resources import TEMPLATES, McpResources
 from memstore.adapters.mcp.tools import ADDITIVE_TOOLS, McpTools
+from memstore.agent import Tool, check_arguments
 from memstore.core.tokens import TiktokenEstimator, TokenEstimator
 from memstore.errors import MemstoreError, NotFoundError, ValidationError
-from memstore.memory.store import MemoryStore
-from memstore.model_side.agent_tools import Tool, check_arguments
 from memstore.version import __version__
 
 #: What a client shows its model about this server.

@@ -14,9 +14,10 @@ tools then serve that scope's sessions and those of no scope only, and create se
 
 from __future__ import annotations
 
-from functools import partial
+from dataclasses import replace
 from typing import Any
 
+from memstore import MemoryStore, SessionOptions
 from memstore.adapters.mcp.confinement import Confinement
 from memstore.adapters.mcp.render import (
     as_json,
@@ -26,22 +27,13 @@ from memstore.adapters.mcp.render import (
     search_view,
     session_view,
 )
-from memstore.core.embedder import SEARCH_MODES
+from memstore.agent import Tool
+from memstore.core.embedder import SEARCH_MODES, resolve_mode
 from memstore.core.ltm_entries import DEFAULT_SCOPE
 from memstore.core.records import CompactionReport
-from memstore.core.search_terms import SearchScope, search_terms, validate_limit
-from memstore.core.tokens import RecordedEstimator, TokenEstimator
+from memstore.core.tokens import TokenEstimator
 from memstore.core.validation import validate_session_id
 from memstore.core.values import MemoryKind, MemoryRole, Priority
-from memstore.db import reads
-from memstore.db import search as search_db
-from memstore.db.scope_search import confined_scope, confined_search
-from memstore.errors import SessionNotFoundError
-from memstore.memory.embedding import ranking
-from memstore.memory.preview import preview_handle
-from memstore.memory.session import SessionMemory
-from memstore.memory.store import MemoryStore
-from memstore.model_side.agent_tools import Tool
 
 SESSION_ID = {
     "type": "string",
@@ -70,7 +62,7 @@ def _object(properties: dict[str, Any], *required: str) -> dict[str, Any]:
     }
 
 
-class McpTools(Confinement):
+class McpTools:
     """The tools over one store.
 
     Args:
@@ -84,7 +76,10 @@ class McpTools(Confinement):
     def __init__(
         self, store: MemoryStore, *, scope: str | None = None, estimator: TokenEstimator | None
     ) -> None:
-        super().__init__(store, scope)
+        self.store = store
+        #: What the server may touch (every scope when not pinned).
+        self.confinement = Confinement(store, scope)
+        self.pinned = self.confinement.pinned
         self.estimator = estimator
 
     # -- long-term memory ----------------------------------------------------------------
@@ -98,7 +93,7 @@ class McpTools(Confinement):
         ttl: float | None = None,
     ) -> str:
         """``store.ltm.set``."""
-        where = self.scope(scope)
+        where = self.confinement.scope(scope)
         entry = await self.store.ltm.set(
             key, value, scope=where, expected_version=expected_version, ttl=ttl
         )
@@ -107,7 +102,7 @@ class McpTools(Confinement):
 
     async def recall(self, key: str, scope: str | None = None) -> str:
         """``store.ltm.get``: the entry as a fenced memories block."""
-        where = self.scope(scope)
+        where = self.confinement.scope(scope)
         entry = await self.store.ltm.get(key, scope=where)
         if entry is None:
             return (
@@ -120,14 +115,14 @@ class McpTools(Confinement):
         self, key: str, scope: str | None = None, expected_version: int | None = None
     ) -> str:
         """``store.ltm.delete``."""
-        where = self.scope(scope)
+        where = self.confinement.scope(scope)
         if await self.store.ltm.delete(key, scope=where, expected_version=expected_version):
             return f"Deleted from scope {where}; its history keeps the deletion."
         return f"No live entry under that key in scope {where}; nothing deleted."
 
     async def list_memories(self, scope: str | None = None, prefix: str | None = None) -> str:
         """``store.ltm.list``: live entries by scope then key, as a fenced memories block."""
-        where = self.pinned if scope is None else self.confined(scope)
+        where = self.pinned if scope is None else self.confinement.confined(scope)
         entries = await self.store.ltm.list(scope=where, prefix=prefix)
         shown = entries[:MAX_LISTED_ENTRIES]
         return memories_view(shown, more=len(entries) - len(shown))
@@ -145,41 +140,20 @@ class McpTools(Confinement):
         the history of the sessions recorded in it; neither, everything this server serves
         (a pinned server: its scope's entries, the history of its scope's sessions and of
         unscoped ones). A session of another scope is refused. With an embedder it ranks hybrid."""
-        terms = search_terms(query)
-        sessions = None if session_id is None else [validate_session_id(session_id)]
-        scopes = None if scope is None else [self.confined(scope)]
-        chosen = SearchScope.across(sessions, scopes)
-        if session_id is None and scope is None and self.pinned is not None:
-            chosen = SearchScope(None, (self.pinned,))
         if session_id is not None and self.pinned is not None:
-            await self.session_info(session_id)  # refuses another scope's session
-        count = validate_limit(limit)
-        if self.pinned is None:
-            terms, semantic = await ranking(self.store.embedding, query, terms, chosen, mode)
-            hits = await search_db.search(
-                self.store.database, terms, chosen, count, reads.utcnow(), semantic
-            )
-        else:
-            # Vectors are made for the pinned scope's rows only: the embedder never sees
-            # another scope's text.
-            confined = await self.store.database.run_read(
-                partial(confined_scope, search=chosen, scope=self.pinned)
-            )
-            terms, semantic = await ranking(self.store.embedding, query, terms, confined, mode)
-            hits = await confined_search(
-                self.store.database, terms, chosen, self.pinned, count, reads.utcnow(), semantic
-            )
+            # Refuses another scope's session, without naming its scope.
+            await self.confinement.session_info(session_id)
+        hits = await self.store.search(
+            query,
+            sessions=None if session_id is None else [validate_session_id(session_id)],
+            scopes=None if scope is None else [self.confinement.confined(scope)],
+            limit=limit,
+            mode=resolve_mode(mode, self.store.embedding is not None),
+            confined_to=self.pinned,
+        )
         return search_view(hits)
 
     # -- working memory ------------------------------------------------------------------
-
-    async def _open_or_create(self, session_id: str) -> SessionMemory:
-        try:
-            return await self.attach(session_id)
-        except SessionNotFoundError:
-            # Created in the pinned scope: its compactions consolidate there, its recall
-            # spans the scope's sessions.
-            return self.store.session(session_id, estimator=self.estimator, scope=self.pinned)
 
     async def append_to_session(
         self,
@@ -191,7 +165,9 @@ class McpTools(Confinement):
         idempotency_key: str | None = None,
     ) -> str:
         """``memory.add``: append one item; compaction runs as in the API."""
-        memory = await self._open_or_create(session_id)
+        # A new session is created in the pinned scope: its compactions consolidate there,
+        # its recall spans the scope's sessions.
+        memory = await self.confinement.attach(session_id, create=True, estimator=self.estimator)
         compactions: list[CompactionReport] = []
         memory.add_observer(compactions.append)
         before = await memory.snapshot() if idempotency_key else None
@@ -221,38 +197,34 @@ class McpTools(Confinement):
     ) -> str:
         """``memory.build_model_input(recall=...)``: the Responses API input list, as JSON.
         A session that does not exist yet gets the input a new session of the first scope
-        would start with (:mod:`memstore.memory.preview`); nothing is written."""
+        would start with (``store.preview``); nothing is written."""
         if scopes is None:
             scopes = [] if self.pinned is None else [self.pinned]
-        chosen = [self.confined(scope, "scopes") for scope in scopes]
-        await self.session_info(session_id)  # refuses a session of another scope
-        memory = await preview_handle(self.store, session_id, chosen, estimator=self.estimator)
+        chosen = [self.confinement.confined(scope, "scopes") for scope in scopes]
+        await self.confinement.session_info(session_id)  # refuses a session of another scope
+        memory = await self.store.preview(session_id, chosen, estimator=self.estimator)
         return as_json(await memory.build_model_input(recall=recall))
 
     async def show_session(self, session_id: str) -> str:
         """The session's header, summary and active items."""
-        memory = await self.attach(session_id)
+        memory = await self.confinement.attach(session_id)
         snapshot = await memory.require()
         info = await self.store.session_info(session_id)
         return session_view(info, snapshot.summary, snapshot.items)
 
     async def compaction_reports(self, session_id: str) -> str:
         """``memory.reports``: every compaction report, oldest first."""
-        return reports_view(await (await self.attach(session_id)).reports())
+        return reports_view(await (await self.confinement.attach(session_id)).reports())
 
     async def consolidate(self, session_id: str, dry_run: bool = False) -> str:
         """``memory.consolidate``: distil the session into long-term entries of its scope
         (a session that recorded none goes to the pinned scope); the run's report as JSON."""
         info = await self.store.session_info(session_id)
-        self.check_session(info.id, info.scope)
-        scope = self.confined(info.scope or self.pinned or DEFAULT_SCOPE)
-        memory = self.store.session(
-            session_id,
-            limits=info.limits,
-            estimator=RecordedEstimator(info.estimator),
-            scope=scope,
-            consolidate=False,
-        )
+        self.confinement.check_session(info.id, info.scope)
+        scope = self.confinement.confined(info.scope or self.pinned or DEFAULT_SCOPE)
+        # Counted as recorded; in the scope chosen here, which a session of none lacks.
+        recorded = SessionOptions(consolidate=False).of_record(info)
+        memory = self.store.session(session_id, options=replace(recorded, scope=scope))
         report = await memory.consolidate(dry_run=bool(dry_run))
         return as_json(None if report is None else report.to_dict())
 
@@ -260,7 +232,7 @@ class McpTools(Confinement):
 
     def tools(self) -> list[Tool]:
         """Every tool, in the order a client lists them."""
-        scope = {"scope": self.scope_schema()}
+        scope = {"scope": self.confinement.scope_schema()}
         value = {
             "type": ["string", "number", "integer", "boolean", "array", "object"],
             "description": "Any JSON value except null: a sentence, a number, a list, an object.",
@@ -299,7 +271,7 @@ class McpTools(Confinement):
                 "List live long-term memories, by scope then key, with their versions.",
                 _object(
                     {
-                        "scope": self.scope_schema(listing=True),
+                        "scope": self.confinement.scope_schema(listing=True),
                         "prefix": {"type": "string", "description": "Only keys starting so."},
                     }
                 ),
@@ -318,7 +290,7 @@ class McpTools(Confinement):
                             "description": "This session's history (and no memories unless "
                             "scope is given)."
                         },
-                        "scope": self.scope_schema()
+                        "scope": self.confinement.scope_schema()
                         | {
                             "description": "This scope's memories and the history of its "
                             "sessions" + ("." if self.pinned is None else f" (only {self.pinned}).")
@@ -384,7 +356,7 @@ class McpTools(Confinement):
                         "session_id": SESSION_ID,
                         "scopes": {
                             "type": "array",
-                            "items": self.scope_schema(),
+                            "items": self.confinement.scope_schema(),
                             "description": "Scopes whose long-term entries are included "
                             "as Relevant memories; the first is the scope of a session that "
                             "records none, whose recall then spans that scope's sessions "

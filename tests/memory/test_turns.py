@@ -24,6 +24,8 @@ from memstore.errors import ConfigurationError
 from memstore.memory.session import SessionMemory
 
 HERE = Path(__file__).parent
+#: The Agents SDK worker lives beside the adapters' tests, which start it too.
+AGENTS_WORKER = HERE.parent / "adapters" / "agents_worker.py"
 TIGHT = MemoryLimits(hard=60, target=30, keep_recent=1)
 
 
@@ -174,7 +176,13 @@ def test_two_sdk_processes_keep_their_turns_whole(backend_url: str) -> None:
     turns = 5
     workers = [
         subprocess.Popen(
-            [sys.executable, str(HERE / "agents_worker.py"), backend_url, name, str(turns)]
+            [
+                sys.executable,
+                str(AGENTS_WORKER),
+                backend_url,
+                name,
+                str(turns),
+            ]
         )
         for name in ("alpha", "beta")
     ]

@@ -10,7 +10,8 @@ import json
 from typing import Any
 
 import pytest
-from conftest import mcp_client, new_session_limits, table_counts, tool_text
+from clients import mcp_client, tool_text
+from conftest import new_session_limits, table_counts
 
 from memstore import MemoryLimits, MemoryStore
 from memstore.render.input import MEMORIES_CLOSE, TOOL_LABEL, memories_message

@@ -271,7 +271,7 @@ async def test_export_import_keeps_payloads(store: MemoryStore, tmp_path: Any) -
 
 
 async def test_the_cli_shows_replays_and_checks_carried_items(tmp_path: Any) -> None:
-    from conftest import memstore_cli
+    from clients import memstore_cli
 
     db = tmp_path / "cli.db"
     async with MemoryStore.open(db) as store:

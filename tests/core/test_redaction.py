@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import WORKED_FIFTH, WORKED_ITEMS, WORKED_LIMITS, memstore_cli
+from clients import memstore_cli
+from conftest import WORKED_FIFTH, WORKED_ITEMS, WORKED_LIMITS
 
 from memstore import MemoryStore, OpenAISummarizer, WordEstimator
 from memstore.core.redaction import REDACTED, redact

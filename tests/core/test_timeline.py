@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import memstore_cli, write_worked_example
+from clients import memstore_cli
+from conftest import write_worked_example
 
 from memstore.core.records import CompactionReport
 from memstore.core.replay import ReplayEvent

@@ -23,7 +23,7 @@ from memstore import (
 )
 from memstore.core.tokens import VOCABULARY_SHA256, estimator_from_name
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 FIRST = "Investigate checkout latency and remember that payment-service is involved."
 THIRD = "payment-service p95 latency is 1720ms and is degraded."
 TEXTS = [

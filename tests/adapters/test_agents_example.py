@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-EXAMPLE = Path(__file__).parents[1] / "examples" / "agents_sdk_session.py"
+EXAMPLE = Path(__file__).parents[2] / "examples" / "agents_sdk_session.py"
 
 
 def test_the_example_compacts_and_prints_the_audit(tmp_path: Path) -> None:

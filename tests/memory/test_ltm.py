@@ -31,7 +31,7 @@ from memstore import (
 )
 
 WORKER = Path(__file__).with_name("ltm_counter_worker.py")
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

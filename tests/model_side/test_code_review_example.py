@@ -14,7 +14,7 @@ from rich.console import Console
 
 from memstore import MemoryStore
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PREFERENCE = "Review stats.py. From now on, add docstrings to all generated code."
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from conftest import mcp_client, memstore_command, tool_text
+from clients import mcp_client, memstore_command, tool_text
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import memstore_cli
+from clients import memstore_cli
 
 #: Runs Python as if the SDK were not installed: ``import mcp`` fails as it does then.
 WITHOUT_SDK = "import sys\nsys.modules['mcp'] = None\n"

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import add_worked_example, memstore_cli, memstore_command, table_counts
+from clients import memstore_cli, memstore_command
+from conftest import add_worked_example, table_counts
 
 from memstore import MemoryLimits, MemoryStore, Settings, ValidationError, WordEstimator
 

@@ -37,7 +37,7 @@ import agents.memory
 import agents.memory.sqlite_session
 import pytest
 
-from memstore import MemoryLimits, MemoryStore, WordEstimator
+from memstore import MemoryLimits, MemoryStore, SessionOptions, WordEstimator
 from memstore.openai_agents import MemstoreSession
 
 #: Limits no test of the SDK comes near: nothing is compacted, so what the SDK stored is what
@@ -101,7 +101,7 @@ class SQLiteSession(MemstoreSession):
             _folders.append(folder)
             db_path = Path(folder) / "session.db"
         _create(Path(db_path))
-        options = {"limits": NO_COMPACTION, "estimator": WordEstimator()}
+        options = SessionOptions(limits=NO_COMPACTION, estimator=WordEstimator())
         self._open_on_use(session_id, db_path, session_settings, options)
 
     def close(self) -> None:  # type: ignore[override]

@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from conftest import add_worked_example, mcp_client, table_counts, tool_text
+from clients import mcp_client, tool_text
+from conftest import add_worked_example, table_counts
 from mcp.shared.exceptions import MCPError
 
 from memstore import MemoryStore, WordEstimator

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import WORKED_SUMMARY, add_worked_example, mcp_client
+from clients import mcp_client
+from conftest import WORKED_SUMMARY, add_worked_example
 from mcp.shared.exceptions import MCPError
 
 from memstore import MemoryStore

@@ -15,7 +15,8 @@ from typing import Any
 
 import httpx2
 import pytest
-from conftest import memstore_cli, memstore_command, new_session_limits, tool_text
+from clients import memstore_cli, memstore_command, tool_text
+from conftest import new_session_limits
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import mcp_client, table_counts, tool_text
+from clients import mcp_client, tool_text
+from conftest import table_counts
 from mcp.shared.exceptions import MCPError
 
 from memstore import MemoryStore, WordEstimator

@@ -10,27 +10,14 @@ from __future__ import annotations
 
 import json
 
+from conftest import recalled_lines
+
 from memstore import MemoryLimits, MemoryStore, WordEstimator
 from memstore.render.input import SUMMARY_PREAMBLE
-from memstore.render.recall import RECALL_CLOSE, RECALL_OPEN
+from memstore.render.recall import RECALL_OPEN
 
 LIMITS = MemoryLimits(hard=300, target=200, keep_recent=2)
 ALICE, BOB = "user:alice", "user:bob"
-
-
-def recalled_lines(messages: list[dict[str, object]]) -> list[dict[str, object]]:
-    for message in messages:
-        lines = str(message["content"]).split("\n")
-        if RECALL_OPEN in lines:
-            block = lines[lines.index(RECALL_OPEN) + 1 : lines.index(RECALL_CLOSE)]
-            out: list[dict[str, object]] = []
-            for line in block:  # a left-out session or time is the line before's
-                row = json.loads(line)
-                assert out or {"session", "when"} <= set(row)
-                before = out[-1] if out else {}
-                out.append({**{k: before[k] for k in ("session", "when") if k in before}, **row})
-            return out
-    return []
 
 
 def total_tokens(messages: list[dict[str, object]]) -> int:

@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 from agents import Agent, OpenAIResponsesModel, Runner
-from conftest import table_counts
-from test_scope_recall import recalled_lines
+from conftest import recalled_lines, table_counts
 
-from memstore import MemoryLimits, MemoryStore, WordEstimator
+from memstore import MemoryLimits, MemoryStore, SessionOptions, WordEstimator
 from memstore.errors import ValidationError
 from memstore.model_side.stand_in_server import StandInModel, text_reply
 from memstore.openai_agents import MemstoreSession
@@ -111,3 +110,25 @@ async def test_an_invalid_scope_is_a_typed_error_and_writes_nothing(
     async with MemoryStore.open(backend_url) as store:
         assert await store.sessions() == []
         assert set((await table_counts(store)).values()) == {0}
+
+
+async def test_session_options_open_the_session_as_keywords_do(backend_url: str) -> None:
+    """``options=SessionOptions(...)`` is what the keywords say; a keyword replaces its field."""
+    options = SessionOptions(scope=ALICE, estimator=WordEstimator(), limits=LIMITS)
+    given = MemstoreSession.from_url("alice-1", backend_url, options=options)
+    replaced = MemstoreSession.from_url("bob-1", backend_url, options=options, scope=BOB)
+    try:
+        await given.add_items([{"role": "user", "content": "hello"}])
+        await replaced.add_items([{"role": "user", "content": "hello"}])
+        first, second = await given.memory(), await replaced.memory()
+        assert (first.scope, second.scope) == (ALICE, BOB)
+        assert first.estimator.name == WordEstimator().name
+        assert first.handle == (await given.memory()).handle  # one writer: one handle
+    finally:
+        await given.close()
+        await replaced.close()
+    async with MemoryStore.open(backend_url) as store:
+        assert {info.id: info.scope for info in await store.sessions()} == {
+            "alice-1": ALICE,
+            "bob-1": BOB,
+        }
