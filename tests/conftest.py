@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import sqlite3
 import tempfile
@@ -35,6 +36,13 @@ from memstore.core.values import DEFAULT_KIND, LIMIT_VARIABLES, MemoryItem
 pytest_plugins = ["badinput"]
 
 _real_connect = socket.socket.connect
+
+# A shell that starts the suite as a background job sets SIGINT to "ignore", and every process
+# a test starts would inherit that: its Ctrl-C tests would send a signal nobody hears. A
+# handler of Python's own becomes the default again across exec, so the commands the tests
+# start get Ctrl-C as a terminal's foreground process does.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _loopback_only(self: socket.socket, address: object) -> None:
