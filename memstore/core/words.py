@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Callable, Iterable
 
 #: Hiragana, katakana (with the prolonged sound mark), CJK unified ideographs and their
 #: extension A, compatibility ideographs, and the iteration mark 々.
@@ -59,6 +60,16 @@ def units(word: str) -> tuple[str, ...]:
     """What a normalized word counts as for extraction: itself, or, for a run of an
     unspaced script, its overlapping character pairs (a single character stays one unit).
     A word mixing scripts (``iphone手机``) keeps its spaced part whole."""
+    return _split_runs(word, _pairs)
+
+
+def _pairs(run: str) -> list[str]:
+    """An unspaced run's overlapping character pairs (a single character stays itself)."""
+    return [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def _split_runs(word: str, split: Callable[[str], Iterable[str]]) -> tuple[str, ...]:
+    """``word`` with each unspaced run replaced by ``split(run)``, its spaced parts whole."""
     if not has_unspaced(word):
         return (word,)
     out: list[str] = []
@@ -66,8 +77,7 @@ def units(word: str) -> tuple[str, ...]:
     for match in UNSPACED_RUN.finditer(word):
         if match.start() > last:
             out.append(word[last : match.start()])
-        run = match[0]
-        out += [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
+        out += split(match[0])
         last = match.end()
     if last < len(word):
         out.append(word[last:])
@@ -82,18 +92,7 @@ def word_units(text: str) -> list[str]:
 def search_units(word: str) -> tuple[str, ...]:
     """How the index must hold a normalized query word: as itself, or, for a word with an
     unspaced run, as the phrase of its characters and spaced parts, in order."""
-    if not has_unspaced(word):
-        return (word,)
-    out: list[str] = []
-    last = 0
-    for match in UNSPACED_RUN.finditer(word):
-        if match.start() > last:
-            out.append(word[last : match.start()])
-        out += list(match[0])
-        last = match.end()
-    if last < len(word):
-        out.append(word[last:])
-    return tuple(out)
+    return _split_runs(word, list)
 
 
 def search_text(text: str) -> str:
